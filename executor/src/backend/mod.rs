@@ -1,0 +1,114 @@
+//! The seam between the executor and a Wasm runtime. Exactly one backend is compiled in, chosen
+//! by cargo feature; the rest of the executor only sees [`Backend`] through [`ActiveBackend`].
+
+use std::{path::PathBuf, sync::Arc, time::Instant};
+
+use thiserror::Error;
+use wasm_artifact::{Envelope, RuntimeId};
+
+use crate::{logs::OutputCapture, net::HttpGetter};
+
+#[cfg(not(any(feature = "wasmtime")))]
+compile_error!("enable exactly one runtime backend feature: `wasmtime`");
+
+#[cfg(feature = "wasmtime")]
+mod wasmtime;
+#[cfg(feature = "wasmtime")]
+pub use self::wasmtime::WasmtimeBackend as ActiveBackend;
+
+/// Settings every backend receives when the executor starts.
+#[derive(Debug, Clone)]
+pub struct BackendSettings {
+    /// Where compiled portable modules are cached, keyed by content hash.
+    pub cache_dir: PathBuf,
+    /// Instances that may exist at once (the executor's concurrency limit).
+    pub max_instances: usize,
+    /// The largest memory limit any container may have, in bytes.
+    pub max_memory_bytes: u64,
+}
+
+/// The module of an /init after decoding; precompiled envelopes are already verified.
+pub enum PrepareInput<'a> {
+    Portable { wasm: &'a [u8], sha256: &'a str },
+    Precompiled(&'a Envelope),
+}
+
+/// What a container grants its module, decided once at /init.
+#[derive(Debug, Clone)]
+pub struct ModuleSpec {
+    /// Export to call instead of `_start`.
+    pub entry: Option<String>,
+    /// Host directory preopened at the same guest path.
+    pub dir: Option<PathBuf>,
+    /// The HTTP GET capability, when the action has `net_access`.
+    pub net: Option<Arc<HttpGetter>>,
+    /// Linear-memory limit in bytes.
+    pub memory_limit_bytes: u64,
+}
+
+/// One activation as a backend sees it: no HTTP, no OpenWhisk JSON beyond the parameters.
+pub struct Activation {
+    /// argv[0] for the guest.
+    pub program_name: String,
+    /// The JSON text of the parameters: argv[1] and stdin.
+    pub params: String,
+    pub env: Vec<(String, String)>,
+    pub deadline: Instant,
+    pub output: Arc<OutputCapture>,
+}
+
+/// How a guest ended; the caller turns this and the captured output into a response.
+#[derive(Debug)]
+pub enum GuestExit {
+    /// `_start` (or the entry export) returned, or the guest called `proc_exit(code)`.
+    Exited(i32),
+    /// The guest trapped (a panic, an out-of-bounds access, unreachable, stack overflow…).
+    Trapped(String),
+    /// Interrupted at its deadline.
+    TimedOut,
+    /// A memory growth beyond the container's limit was refused.
+    MemoryExhausted,
+    /// The host could not run the guest at all (instantiation failed, …).
+    HostFailure(String),
+}
+
+#[derive(Debug, Error)]
+pub enum PrepareError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("the module imports `{module}::{name}`, which this executor does not provide{hint}")]
+    MissingImport {
+        module: String,
+        name: String,
+        hint: &'static str,
+    },
+    #[error("the module has no exported function `{0}` to use as the entry point")]
+    MissingEntry(String),
+    #[error("internal error while preparing the module: {0:#}")]
+    Internal(anyhow::Error),
+}
+
+/// The hint for a missing import that the executor would provide with an annotation.
+pub fn missing_import_hint(module: &str, name: &str) -> &'static str {
+    if module == crate::net::IMPORT_MODULE && crate::net::IMPORT_NAMES.contains(&name) {
+        " to this action: it is provided only to actions annotated with `net_access`"
+    } else {
+        ""
+    }
+}
+
+/// A Wasm runtime: prepares modules once per container and runs fresh instances of them.
+pub trait Backend: Send + Sync + Sized + 'static {
+    /// A module ready to instantiate: compiled, linked, pre-instantiated.
+    type Module: Send + Sync + 'static;
+
+    const RUNTIME: RuntimeId;
+
+    fn new(settings: &BackendSettings) -> anyhow::Result<Self>;
+
+    /// Deserializes or compiles (through the cache) and links the module. Blocking.
+    fn prepare(&self, input: PrepareInput<'_>, spec: &ModuleSpec) -> Result<Self::Module, PrepareError>;
+
+    /// Runs one activation in a fresh instance of `module`. Blocking.
+    fn run(&self, module: &Self::Module, activation: &Activation) -> GuestExit;
+}

@@ -1,0 +1,73 @@
+//! The one wasmtime engine of this process: the pooling allocator with copy-on-write memory
+//! images when the address space allows it (on-demand allocation otherwise), epoch-based
+//! interruption, and the ticker thread that drives the epochs.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+use crate::backend::BackendSettings;
+
+/// How often the epoch advances. A looping guest is interrupted at most one tick after its
+/// deadline, and the ticker costs one wake-up per tick: 5 ms keeps both small.
+pub const EPOCH_TICK: Duration = Duration::from_millis(5);
+
+/// Elements per table in a pool slot. Compilers emit one table of function pointers sized by
+/// the program's indirect calls; 64 Ki covers large Rust and C programs at 512 KiB per slot.
+const POOL_TABLE_ELEMENTS: usize = 65_536;
+
+/// Builds the engine: pooling when possible, on-demand when the pool's address-space
+/// reservation is refused (e.g. under `ulimit -v`). Returns the engine and which allocator won.
+pub fn build(settings: &BackendSettings) -> anyhow::Result<(Engine, &'static str)> {
+    let mut config = base_config();
+    let slots = u32::try_from(settings.max_instances.max(1)).unwrap_or(u32::MAX);
+    let mut pooling = PoolingAllocationConfig::default();
+    pooling
+        .total_core_instances(slots)
+        .total_memories(slots)
+        .total_tables(slots)
+        .table_elements(POOL_TABLE_ELEMENTS)
+        .max_memory_size(usize::try_from(settings.max_memory_bytes).unwrap_or(usize::MAX));
+    config.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling));
+    match Engine::new(&config) {
+        Ok(engine) => Ok((engine, "pooling")),
+        Err(error) => {
+            tracing::warn!(%error, slots, "pooling allocator unavailable, falling back to on-demand allocation");
+            let mut config = base_config();
+            config.allocation_strategy(InstanceAllocationStrategy::OnDemand);
+            let engine = Engine::new(&config)
+                .map_err(anyhow::Error::from)
+                .context("creating the wasmtime engine")?;
+            Ok((engine, "on-demand"))
+        }
+    }
+}
+
+fn base_config() -> Config {
+    let mut config = Config::new();
+    config.epoch_interruption(true);
+    // Copy-on-write images make a fresh instance's memory a cheap mapping of the module's data.
+    config.memory_init_cow(true);
+    config
+}
+
+/// Advances the engine's epoch forever, on its own thread.
+pub fn start_ticker(engine: Engine) -> anyhow::Result<()> {
+    std::thread::Builder::new()
+        .name("epoch-ticker".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(EPOCH_TICK);
+                engine.increment_epoch();
+            }
+        })
+        .context("starting the epoch ticker")?;
+    Ok(())
+}
+
+/// Epoch ticks from now until `deadline`, plus one so a guest never stops early.
+pub fn ticks_until(deadline: Instant) -> u64 {
+    let remaining = deadline.saturating_duration_since(Instant::now());
+    (remaining.as_micros() / EPOCH_TICK.as_micros()) as u64 + 1
+}

@@ -1,0 +1,221 @@
+//! The wasmtime backend: modules compiled once (or loaded from our cache, or deserialized from
+//! a verified artifact) and pre-instantiated at /init; a fresh `Store` and instance per /run.
+
+mod cache;
+mod engine;
+mod http_import;
+mod stdio;
+
+use std::{sync::Arc, time::Instant};
+
+use wasm_artifact::RuntimeId;
+use wasmtime::{Engine, ExternType, InstancePre, Linker, Module, ResourceLimiter, Store, Trap, Val};
+use wasmtime_wasi::{FsPerms, I32Exit, WasiCtxBuilder, p1::WasiP1Ctx, p2::pipe::MemoryInputPipe};
+
+use self::{cache::ModuleCache, http_import::HeldBody, stdio::CaptureStream};
+use super::{Activation, Backend, BackendSettings, GuestExit, ModuleSpec, PrepareError, PrepareInput, missing_import_hint};
+use crate::{logs::Stream, net::HttpGetter};
+
+pub struct WasmtimeBackend {
+    engine: Engine,
+    cache: ModuleCache,
+}
+
+/// A container's module: linked and pre-instantiated against WASI and its capabilities.
+pub struct PreparedModule {
+    pre: InstancePre<RunState>,
+    entry: String,
+    spec: ModuleSpec,
+}
+
+/// Per-activation host state.
+pub struct RunState {
+    wasi: WasiP1Ctx,
+    limiter: MemoryLimiter,
+    net: Option<Arc<HttpGetter>>,
+    deadline: Instant,
+    held: HeldBody,
+}
+
+/// Enforces the container's memory limit on linear-memory growth and remembers a refusal, so
+/// the trap that follows is reported as memory exhaustion.
+struct MemoryLimiter {
+    limit_bytes: u64,
+    exceeded: bool,
+}
+
+impl ResourceLimiter for MemoryLimiter {
+    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        if desired as u64 > self.limit_bytes {
+            self.exceeded = true;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn table_growing(&mut self, _current: usize, _desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        Ok(true)
+    }
+}
+
+impl Backend for WasmtimeBackend {
+    type Module = PreparedModule;
+
+    const RUNTIME: RuntimeId = RuntimeId::Wasmtime;
+
+    fn new(settings: &BackendSettings) -> anyhow::Result<Self> {
+        let (engine, allocator) = engine::build(settings)?;
+        engine::start_ticker(engine.clone())?;
+        let cache = ModuleCache::new(&engine, &settings.cache_dir)?;
+        tracing::info!(allocator, slots = settings.max_instances, "wasmtime engine ready");
+        Ok(WasmtimeBackend { engine, cache })
+    }
+
+    fn prepare(&self, input: PrepareInput<'_>, spec: &ModuleSpec) -> Result<PreparedModule, PrepareError> {
+        let module = match input {
+            PrepareInput::Portable { wasm, sha256 } => {
+                let (module, source) = self
+                    .cache
+                    .load_or_compile(&self.engine, wasm, sha256)
+                    .map_err(|e| PrepareError::Invalid(format!("the module does not compile: {e:#}")))?;
+                tracing::debug!(?source, sha256, "portable module ready");
+                module
+            }
+            // SAFETY: the envelope was verified (signature or explicit operator trust, runtime,
+            // version, target, payload hash) before we got here; wasmtime checks its own header.
+            PrepareInput::Precompiled(envelope) => unsafe { Module::deserialize(&self.engine, &envelope.payload) }
+                .map_err(|e| PrepareError::Invalid(format!("the artifact does not load in this executor: {e:#}")))?,
+        };
+        let entry = resolve_entry(&module, spec.entry.as_deref())?;
+        let mut linker: Linker<RunState> = Linker::new(&self.engine);
+        wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |s: &mut RunState| &mut s.wasi)
+            .map_err(|e| PrepareError::Internal(e.into()))?;
+        if spec.net.is_some() {
+            http_import::add_to_linker(&mut linker).map_err(|e| PrepareError::Internal(e.into()))?;
+        }
+        check_imports(&self.engine, &linker, &module)?;
+        let pre = linker
+            .instantiate_pre(&module)
+            .map_err(|e| PrepareError::Invalid(format!("the module cannot be linked: {e:#}")))?;
+        Ok(PreparedModule {
+            pre,
+            entry,
+            spec: spec.clone(),
+        })
+    }
+
+    fn run(&self, module: &PreparedModule, activation: &Activation) -> GuestExit {
+        let mut store = match self.new_store(module, activation) {
+            Ok(store) => store,
+            Err(error) => return GuestExit::HostFailure(format!("{error:#}")),
+        };
+        let result = module.pre.instantiate(&mut store).and_then(|instance| {
+            let func = instance
+                .get_func(&mut store, &module.entry)
+                .ok_or_else(|| wasmtime::format_err!("entry point `{}` vanished", module.entry))?;
+            let mut results = vec![Val::I32(0); func.ty(&store).results().len()];
+            func.call(&mut store, &[], &mut results)?;
+            Ok(match results.first() {
+                Some(Val::I32(code)) => *code,
+                _ => 0,
+            })
+        });
+        match result {
+            Ok(code) => GuestExit::Exited(code),
+            Err(error) => classify_failure(error, store.data()),
+        }
+    }
+}
+
+impl WasmtimeBackend {
+    fn new_store(&self, module: &PreparedModule, activation: &Activation) -> wasmtime::Result<Store<RunState>> {
+        let mut wasi = WasiCtxBuilder::new();
+        wasi.arg(&activation.program_name)
+            .arg(&activation.params)
+            .envs(&activation.env)
+            .stdin(MemoryInputPipe::new(activation.params.clone()))
+            .stdout(CaptureStream {
+                stream: Stream::Stdout,
+                capture: Arc::clone(&activation.output),
+            })
+            .stderr(CaptureStream {
+                stream: Stream::Stderr,
+                capture: Arc::clone(&activation.output),
+            })
+            // Guests already run on the executor's blocking pool: block right here.
+            .allow_blocking_current_thread(true);
+        if let Some(dir) = &module.spec.dir {
+            let guest_path = dir.to_string_lossy().into_owned();
+            wasi.preopened_dir(dir, guest_path, FsPerms::ReadWrite)
+                .map_err(|e| e.context(format!("opening {}", dir.display())))?;
+        }
+        let state = RunState {
+            wasi: wasi.build_p1(),
+            limiter: MemoryLimiter {
+                limit_bytes: module.spec.memory_limit_bytes,
+                exceeded: false,
+            },
+            net: module.spec.net.clone(),
+            deadline: activation.deadline,
+            held: HeldBody::default(),
+        };
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        store.set_epoch_deadline(engine::ticks_until(activation.deadline));
+        store.epoch_deadline_trap();
+        Ok(store)
+    }
+}
+
+/// The export to call: `_start` unless `main` names another exported function.
+fn resolve_entry(module: &Module, requested: Option<&str>) -> Result<String, PrepareError> {
+    let name = requested.unwrap_or("_start");
+    match module.get_export(name) {
+        Some(ExternType::Func(ty)) if ty.params().len() == 0 => Ok(name.to_owned()),
+        Some(ExternType::Func(_)) => Err(PrepareError::Invalid(format!(
+            "the entry point `{name}` must take no parameters"
+        ))),
+        _ => Err(PrepareError::MissingEntry(name.to_owned())),
+    }
+}
+
+/// Names the first import the linker does not provide, with a hint when an annotation would.
+fn check_imports(engine: &Engine, linker: &Linker<RunState>, module: &Module) -> Result<(), PrepareError> {
+    let mut probe = Store::new(
+        engine,
+        RunState {
+            wasi: WasiCtxBuilder::new().build_p1(),
+            limiter: MemoryLimiter {
+                limit_bytes: 0,
+                exceeded: false,
+            },
+            net: None,
+            deadline: Instant::now(),
+            held: HeldBody::default(),
+        },
+    );
+    for import in module.imports() {
+        if matches!(import.ty(), ExternType::Func(_)) && linker.get_by_import(&mut probe, &import).is_none() {
+            return Err(PrepareError::MissingImport {
+                module: import.module().to_owned(),
+                name: import.name().to_owned(),
+                hint: missing_import_hint(import.module(), import.name()),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn classify_failure(error: wasmtime::Error, state: &RunState) -> GuestExit {
+    if let Some(exit) = error.downcast_ref::<I32Exit>() {
+        return GuestExit::Exited(exit.0);
+    }
+    if state.limiter.exceeded {
+        return GuestExit::MemoryExhausted;
+    }
+    match error.downcast_ref::<Trap>() {
+        Some(Trap::Interrupt) => GuestExit::TimedOut,
+        Some(trap) => GuestExit::Trapped(format!("{trap}\n{error:?}")),
+        None => GuestExit::Trapped(format!("{error:#}")),
+    }
+}

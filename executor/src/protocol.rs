@@ -1,0 +1,123 @@
+//! OpenWhisk's /init and /run bodies as the invoker (and the WasmContainerFactory) send them.
+//! Fields the executor does not use (`binary`, `limits.concurrency`, …) are accepted and ignored:
+//! code is always base64, and every run is isolated whatever the concurrency.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+#[derive(Debug, Deserialize)]
+pub struct InitRequest {
+    pub value: Option<InitValue>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct InitValue {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub main: Option<String>,
+    #[serde(default)]
+    pub code: Option<String>,
+    /// All values are strings in OpenWhisk; other JSON values are passed as their JSON text.
+    #[serde(default)]
+    pub env: Option<BTreeMap<String, Value>>,
+    #[serde(default)]
+    pub annotations: Annotations,
+    #[serde(default)]
+    pub limits: Limits,
+}
+
+/// The action's annotations the executor acts upon; others are ignored.
+#[derive(Debug, Default, Deserialize)]
+pub struct Annotations {
+    /// Host directory to preopen at the same guest path.
+    #[serde(default)]
+    pub dir: Option<String>,
+    /// Provide the `openwhisk::http_get` import.
+    #[serde(default, deserialize_with = "lenient_bool")]
+    pub net_access: bool,
+}
+
+/// The action's limits as the WasmContainerFactory passes them.
+#[derive(Debug, Default, Deserialize)]
+pub struct Limits {
+    /// MB of linear memory.
+    pub memory: Option<u64>,
+    /// Milliseconds per activation.
+    pub timeout: Option<u64>,
+    /// MB of logs per activation.
+    pub logs: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct RunRequest {
+    #[serde(default)]
+    pub value: Value,
+    /// Every other field (namespace, action_name, activation_id, deadline, api_key, …).
+    #[serde(flatten)]
+    pub context: BTreeMap<String, Value>,
+}
+
+impl RunRequest {
+    /// `__OW_<FIELD>` variables for every context field, as OpenWhisk runtimes export them.
+    pub fn activation_env(&self) -> Vec<(String, String)> {
+        self.context
+            .iter()
+            .map(|(k, v)| (format!("__OW_{}", k.to_uppercase()), env_text(v)))
+            .collect()
+    }
+
+    /// The activation deadline (epoch milliseconds), sent as a string or a number.
+    pub fn deadline_epoch_ms(&self) -> Option<u64> {
+        match self.context.get("deadline")? {
+            Value::String(s) => s.trim().parse().ok(),
+            Value::Number(n) => n.as_u64(),
+            _ => None,
+        }
+    }
+}
+
+/// The text an environment variable gets for a JSON value: strings as they are, the rest as JSON.
+pub fn env_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Annotations arrive as JSON booleans or as strings ("true") depending on how they were set.
+fn lenient_bool<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        Value::Bool(b) => b,
+        Value::String(s) => s.eq_ignore_ascii_case("true"),
+        Value::Number(n) => n.as_i64().is_some_and(|n| n != 0),
+        _ => false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_context_becomes_ow_variables() {
+        let run: RunRequest = serde_json::from_str(
+            r#"{"value":{"a":1},"namespace":"guest","activation_id":"abc","deadline":"1700000060000"}"#,
+        )
+        .unwrap();
+        let env = run.activation_env();
+        assert!(env.contains(&("__OW_NAMESPACE".into(), "guest".into())));
+        assert!(env.contains(&("__OW_ACTIVATION_ID".into(), "abc".into())));
+        assert_eq!(run.deadline_epoch_ms(), Some(1_700_000_060_000));
+    }
+
+    #[test]
+    fn annotations_accept_strings_and_booleans() {
+        let v: InitValue =
+            serde_json::from_str(r#"{"annotations":{"net_access":"true","dir":"/tmp/x","other":1}}"#).unwrap();
+        assert!(v.annotations.net_access);
+        assert_eq!(v.annotations.dir.as_deref(), Some("/tmp/x"));
+    }
+}

@@ -1,0 +1,296 @@
+//! The executor's operations — init, run, destroy, logs — independent of HTTP: decoding and
+//! trust checks, limits and capabilities, the blocking pool, the backend, and the answers.
+
+use std::{
+    collections::BTreeMap,
+    sync::Arc,
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
+
+use thiserror::Error;
+use tracing::Instrument;
+use wasm_artifact::{TrustedKeys, host_target};
+
+use crate::{
+    backend::{ActiveBackend, Activation, Backend, BackendSettings, ModuleSpec, PrepareError, PrepareInput},
+    capabilities,
+    code::{self, ModuleCode},
+    config::Config,
+    logs::{OutputCapture, PendingLogs},
+    metrics::Metrics,
+    net::HttpGetter,
+    outcome::{self, RunResponse},
+    pool::{ExecutionPool, PoolError},
+    protocol::{InitRequest, RunRequest, env_text},
+    registry::{Lookup, Registry},
+};
+
+pub const MORE_THAN_ONCE: &str = "Cannot initialize the action more than once.";
+pub const MISSING_CODE: &str = "Missing main/no code to execute.";
+
+/// Errors of the executor's operations; the HTTP layer maps each kind to one status.
+#[derive(Debug, Error)]
+pub enum ServiceError {
+    #[error("{0}")]
+    Refused(&'static str),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    InitFailed(String),
+    #[error("{0}")]
+    Overloaded(String),
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl From<PoolError> for ServiceError {
+    fn from(error: PoolError) -> Self {
+        match error {
+            PoolError::Overloaded { .. } => ServiceError::Overloaded(error.to_string()),
+            PoolError::WorkerLost => ServiceError::Internal(error.to_string()),
+        }
+    }
+}
+
+/// An initialized container: its prepared module and everything fixed at /init.
+pub struct Container {
+    module: <ActiveBackend as Backend>::Module,
+    program_name: String,
+    env: Vec<(String, String)>,
+    timeout: Duration,
+    log_limit_bytes: usize,
+    logs: PendingLogs,
+}
+
+pub struct Executor {
+    backend: Arc<ActiveBackend>,
+    pool: ExecutionPool,
+    containers: Registry<Container>,
+    config: Config,
+    trusted_keys: TrustedKeys,
+    net: Arc<HttpGetter>,
+    target: String,
+    pub metrics: Metrics,
+}
+
+impl Executor {
+    pub fn new(config: Config, trusted_keys: TrustedKeys) -> anyhow::Result<Self> {
+        let backend = ActiveBackend::new(&BackendSettings {
+            cache_dir: config.cache_dir.clone(),
+            max_instances: config.max_concurrent,
+            max_memory_bytes: config.max_memory_mb << 20,
+        })?;
+        let pool = ExecutionPool::new(config.pool_threads, config.max_concurrent, config.queue_depth)?;
+        let net = Arc::new(HttpGetter::new(
+            config.net_allow.clone(),
+            Duration::from_millis(config.net_timeout_ms),
+            config.net_max_body_kb << 10,
+        ));
+        Ok(Executor {
+            backend: Arc::new(backend),
+            pool,
+            containers: Registry::default(),
+            config,
+            trusted_keys,
+            net,
+            target: host_target(),
+            metrics: Metrics::default(),
+        })
+    }
+
+    pub fn runtime_name(&self) -> &'static str {
+        ActiveBackend::RUNTIME.name()
+    }
+
+    pub fn runtime_version(&self) -> &'static str {
+        ActiveBackend::RUNTIME.locked_version()
+    }
+
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+
+    pub fn container_ids(&self) -> Vec<String> {
+        self.containers.ids()
+    }
+
+    pub fn render_metrics(&self) -> String {
+        self.metrics
+            .render(self.containers.ready_count(), self.pool.running(), self.pool.queued())
+    }
+
+    pub async fn init(self: &Arc<Self>, id: &str, request: InitRequest) -> Result<(), ServiceError> {
+        let started = Instant::now();
+        let result = self.init_inner(id, request).await;
+        self.metrics.init(result.is_ok(), started.elapsed());
+        match &result {
+            Ok(()) => tracing::info!(container = id, took_us = started.elapsed().as_micros() as u64, "initialized"),
+            Err(error) => tracing::info!(container = id, %error, "init refused"),
+        }
+        result
+    }
+
+    async fn init_inner(self: &Arc<Self>, id: &str, request: InitRequest) -> Result<(), ServiceError> {
+        let value = request.value.unwrap_or_default();
+        let code = value.code.filter(|c| !c.trim().is_empty()).ok_or(ServiceError::Refused(MISSING_CODE))?;
+        let reservation = self.containers.reserve(id).ok_or(ServiceError::Refused(MORE_THAN_ONCE))?;
+
+        let memory_mb = value.limits.memory.unwrap_or(self.config.default_memory_mb);
+        if memory_mb == 0 || memory_mb > self.config.max_memory_mb {
+            return Err(ServiceError::InitFailed(format!(
+                "the memory limit of {memory_mb} MB is outside what this executor allows (1 to {} MB)",
+                self.config.max_memory_mb
+            )));
+        }
+        let dir = match value.annotations.dir.as_deref() {
+            Some(requested) => Some(capabilities::grant_dir(requested, &self.config.dir_root).map_err(ServiceError::InitFailed)?),
+            None => None,
+        };
+        let entry = value.main.filter(|m| !m.is_empty() && m != "main" && m != "_start");
+        let spec = ModuleSpec {
+            entry,
+            dir,
+            net: value.annotations.net_access.then(|| Arc::clone(&self.net)),
+            memory_limit_bytes: memory_mb << 20,
+        };
+        let mut env: BTreeMap<String, String> = value
+            .env
+            .unwrap_or_default()
+            .iter()
+            .map(|(k, v)| (k.clone(), env_text(v)))
+            .collect();
+        env.insert("__OW_API_HOST".into(), self.config.api_host.clone());
+        let program_name = value.name.unwrap_or_else(|| id.to_owned());
+        let timeout = value
+            .limits
+            .timeout
+            .map_or(self.config.default_timeout(), Duration::from_millis);
+        let log_limit_bytes = (value.limits.logs.unwrap_or(self.config.default_log_mb) << 20) as usize;
+
+        let this = Arc::clone(self);
+        let max_module_bytes = self.config.max_body_mb << 20;
+        let module = self
+            .pool
+            .run(move || this.prepare(&code, max_module_bytes, &spec))
+            .instrument(tracing::info_span!("init", container = id))
+            .await??;
+        reservation.commit(Container {
+            module,
+            program_name,
+            env: env.into_iter().collect(),
+            timeout,
+            log_limit_bytes,
+            logs: PendingLogs::default(),
+        });
+        Ok(())
+    }
+
+    /// Decodes, verifies and prepares a module. Runs on the blocking pool.
+    fn prepare(
+        &self,
+        code: &str,
+        max_module_bytes: usize,
+        spec: &ModuleSpec,
+    ) -> Result<<ActiveBackend as Backend>::Module, ServiceError> {
+        let init_failed = |e: &dyn std::fmt::Display| ServiceError::InitFailed(e.to_string());
+        let module = code::decode(code, max_module_bytes).map_err(|e| init_failed(&e))?;
+        let input = match &module {
+            ModuleCode::Portable { wasm, sha256 } => PrepareInput::Portable { wasm, sha256 },
+            ModuleCode::Precompiled(envelope) => {
+                envelope
+                    .verify(
+                        ActiveBackend::RUNTIME,
+                        &self.target,
+                        &self.trusted_keys,
+                        self.config.allow_unsigned_artifacts,
+                    )
+                    .map_err(|e| init_failed(&e))?;
+                PrepareInput::Precompiled(envelope)
+            }
+        };
+        self.backend.prepare(input, spec).map_err(|e| match e {
+            PrepareError::Internal(error) => ServiceError::Internal(format!("{error:#}")),
+            other => init_failed(&other),
+        })
+    }
+
+    pub async fn run(self: &Arc<Self>, id: &str, request: RunRequest) -> Result<RunResponse, ServiceError> {
+        let container = match self.containers.lookup(id) {
+            Lookup::Ready(container) => container,
+            Lookup::Initializing => return Err(ServiceError::NotFound(format!("container {id} is still initializing"))),
+            Lookup::Unknown => return Err(ServiceError::NotFound(format!("container {id} is not initialized"))),
+        };
+        let activation_id = request
+            .context
+            .get("activation_id")
+            .map(env_text)
+            .unwrap_or_default();
+        let span = tracing::info_span!("run", container = id, activation = %activation_id);
+        let started = Instant::now();
+        let activation = self.activation(&container, &request);
+        let backend = Arc::clone(&self.backend);
+        let timeout_ms = container.timeout.as_millis() as u64;
+        let worker_container = Arc::clone(&container);
+        let run = self.pool.run(move || {
+            let exit = backend.run(&worker_container.module, &activation);
+            let mut captured = activation.output.finish();
+            let response = outcome::interpret(exit, &mut captured, timeout_ms);
+            worker_container.logs.append_activation(&captured);
+            response
+        });
+        let response = match run.instrument(span.clone()).await {
+            Ok(response) => response,
+            Err(error) => {
+                if matches!(error, PoolError::Overloaded { .. }) {
+                    self.metrics.rejected();
+                }
+                return Err(error.into());
+            }
+        };
+        let took = started.elapsed();
+        let outcome = response.outcome();
+        self.metrics.activation(outcome.label(), took);
+        span.in_scope(|| tracing::debug!(outcome = outcome.label(), took_us = took.as_micros() as u64, "activation ended"));
+        Ok(response)
+    }
+
+    fn activation(&self, container: &Container, request: &RunRequest) -> Activation {
+        // Later entries win: the run's __OW_* override the init's.
+        let mut env: BTreeMap<String, String> = container.env.iter().cloned().collect();
+        env.extend(request.activation_env());
+        let deadline = match request.deadline_epoch_ms() {
+            Some(epoch_ms) => Instant::now() + Duration::from_millis(epoch_ms.saturating_sub(now_epoch_ms())),
+            None => Instant::now() + container.timeout,
+        };
+        Activation {
+            program_name: container.program_name.clone(),
+            params: request.value.to_string(),
+            env: env.into_iter().collect(),
+            deadline,
+            output: OutputCapture::new(container.log_limit_bytes),
+        }
+    }
+
+    pub fn destroy(&self, id: &str) -> Result<(), ServiceError> {
+        match self.containers.remove(id) {
+            Some(_) => {
+                tracing::info!(container = id, "destroyed");
+                Ok(())
+            }
+            None => Err(ServiceError::NotFound(format!("container {id} does not exist"))),
+        }
+    }
+
+    pub fn logs(&self, id: &str) -> Result<String, ServiceError> {
+        match self.containers.lookup(id) {
+            Lookup::Ready(container) => Ok(container.logs.drain()),
+            _ => Err(ServiceError::NotFound(format!("container {id} does not exist"))),
+        }
+    }
+}
+
+fn now_epoch_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}

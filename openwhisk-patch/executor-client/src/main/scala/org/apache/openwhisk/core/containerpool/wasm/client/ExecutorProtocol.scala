@@ -1,0 +1,168 @@
+/*
+ * Licensed to the Apache Software Foundation (ASF) under one or more
+ * contributor license agreements.  See the NOTICE file distributed with
+ * this work for additional information regarding copyright ownership.
+ * The ASF licenses this file to You under the Apache License, Version 2.0
+ * (the "License"); you may not use this file except in compliance with
+ * the License.  You may obtain a copy of the License at
+ *
+ *     http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing, software
+ * distributed under the License is distributed on an "AS IS" BASIS,
+ * WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+ * See the License for the specific language governing permissions and
+ * limitations under the License.
+ */
+
+// What this file is for: the pure parts of the executor protocol — the extra fields the invoker
+// adds to an /init body, how container ids are made and recognised, and the outcomes a request
+// to the executor can have. Nothing here does I/O, so all of it is unit-tested directly.
+
+package org.apache.openwhisk.core.containerpool.wasm.client
+
+import spray.json._
+
+import scala.concurrent.duration.FiniteDuration
+
+/**
+ * The action limits the executor enforces, as sent in `value.limits` of /init. A field left
+ * `None` is omitted, and the executor applies its own default.
+ *
+ * @param memoryMb    linear-memory limit in MB
+ * @param timeoutMs   time limit of one activation in milliseconds (the /run `deadline` wins)
+ * @param concurrency activations one container may run at the same time
+ * @param logsMb      log bytes one activation may write, in MB
+ */
+final case class InitLimits(memoryMb: Option[Long] = None,
+                            timeoutMs: Option[Long] = None,
+                            concurrency: Option[Int] = None,
+                            logsMb: Option[Long] = None) {
+  def toJson: JsObject =
+    JsObject(
+      Seq(
+        memoryMb.map(m => "memory" -> JsNumber(m)),
+        timeoutMs.map(t => "timeout" -> JsNumber(t)),
+        concurrency.map(c => "concurrency" -> JsNumber(c)),
+        logsMb.map(l => "logs" -> JsNumber(l))).flatten.toMap)
+}
+
+object InitLimits {
+  def apply(memoryMb: Long, timeout: FiniteDuration, concurrency: Int, logsMb: Option[Long]): InitLimits =
+    InitLimits(Some(memoryMb), Some(timeout.toMillis), Some(concurrency), logsMb)
+}
+
+/** Builds the `value` of an /init request from what OpenWhisk's ContainerProxy produced. */
+object InitBody {
+
+  /**
+   * Adds to OpenWhisk's initializer (`name`, `main`, `binary`, `code`, `env`):
+   *  - `annotations`: the action's annotations as one JSON object (omitted when there are none);
+   *    the executor decides which it honours, under the operator's policy;
+   *  - `limits`: see [[InitLimits]];
+   *  - `env`: `baseEnv` (what a Docker runtime would have in its process environment, such as
+   *    `__OW_API_HOST`) underneath the action's own variables, which win on a clash.
+   * Annotations or limits already in the initializer are replaced.
+   */
+  def enrich(initializer: JsObject,
+             annotations: Option[JsObject],
+             limits: InitLimits,
+             baseEnv: Map[String, String] = Map.empty): JsObject = {
+    val actionEnv = initializer.fields.get("env") match {
+      case Some(JsObject(env)) => env
+      case _                   => Map.empty[String, JsValue]
+    }
+    val env = baseEnv.map { case (k, v) => k -> (JsString(v): JsValue) } ++ actionEnv
+    val withEnv = if (env.nonEmpty) Map("env" -> JsObject(env)) else Map.empty[String, JsValue]
+    val withAnnotations = annotations.filter(_.fields.nonEmpty).map(a => "annotations" -> a).toMap
+    val withLimits = if (limits.toJson.fields.nonEmpty) Map("limits" -> limits.toJson) else Map.empty
+    JsObject(initializer.fields -- Seq("env", "annotations", "limits") ++ withEnv ++ withAnnotations ++ withLimits)
+  }
+}
+
+/**
+ * Container ids in the executor: one path segment of `[A-Za-z0-9._-]`, at most 128 characters.
+ * The invoker makes them itself (no round trip): OpenWhisk's container name, which starts with
+ * the invoker's prefix (`wsk0_…`), made safe, plus a nonce of this factory instance so that a
+ * restarted invoker never reuses the id of a container it left behind.
+ */
+object ContainerIds {
+  val MaxLength = 128
+
+  private def allowed(c: Char): Boolean =
+    (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'
+
+  def isValid(id: String): Boolean = id.nonEmpty && id.length <= MaxLength && id.forall(allowed)
+
+  /** The executor id for an OpenWhisk container name. */
+  def forName(name: String, nonce: String): String = {
+    require(nonce.nonEmpty && nonce.forall(allowed), s"invalid nonce '$nonce'")
+    val safe = name.map(c => if (allowed(c)) c else '_')
+    val room = MaxLength - nonce.length - 1
+    require(room > 0, "nonce too long")
+    s"${safe.take(room)}-$nonce"
+  }
+
+  /**
+   * The prefix that marks the containers of one invoker. Ids are `<prefix>_<count>_…`, so the
+   * separator is part of the prefix: `wsk1` must not claim the containers of `wsk10`.
+   */
+  def ownedPrefix(invokerPrefix: String): String = invokerPrefix + "_"
+
+  def isOwnedBy(id: String, invokerPrefix: String): Boolean = id.startsWith(ownedPrefix(invokerPrefix))
+}
+
+/** The body of an answer was cut: `actualBytes` were announced, only the first part was kept. */
+final case class Truncation(actualBytes: Long, maxBytes: Long)
+
+/** What came of one request to the executor. */
+sealed trait ExecutorOutcome
+
+object ExecutorOutcome {
+
+  /**
+   * The executor answered (any status but 503). For /run: 200 with a JSON object is a result
+   * (with `error` an application error), anything else a failed activation.
+   */
+  final case class Answered(status: Int, body: String, truncated: Option[Truncation] = None) extends ExecutorOutcome {
+    def ok: Boolean = status == 200 && truncated.isEmpty
+
+    /** The `error` text of a JSON error body, if it has one. */
+    def errorMessage: Option[String] =
+      scala.util.Try(body.parseJson).toOption.collect {
+        case JsObject(f) if f.contains("error") =>
+          f("error") match {
+            case JsString(s) => s
+            case other       => other.compactPrint
+          }
+      }
+  }
+
+  /** 503: the executor is at capacity (or going away); OpenWhisk should run the activation elsewhere. */
+  final case class Reschedule(body: String) extends ExecutorOutcome
+
+  /** No connection could be made, or it broke before an answer: the executor is down or crashed. */
+  final case class Unreachable(url: String, cause: Throwable) extends ExecutorOutcome {
+    def message: String = s"The wasm executor at $url is unreachable: ${Option(cause.getMessage).getOrElse(cause.toString)}"
+  }
+
+  /** No answer within the time limit of the request. */
+  final case class TimedOut(after: FiniteDuration) extends ExecutorOutcome
+
+  /** An answer without a usable body (e.g. no Content-Length), which OpenWhisk treats as no answer. */
+  final case class NoResponse(reason: String) extends ExecutorOutcome
+}
+
+/** Thrown by the client when an operation other than init/run could not be done. */
+final case class ExecutorRequestFailed(operation: String, outcome: ExecutorOutcome)
+    extends RuntimeException(s"wasm executor: $operation failed: ${ExecutorRequestFailed.describe(outcome)}")
+
+object ExecutorRequestFailed {
+  def describe(outcome: ExecutorOutcome): String = outcome match {
+    case a: ExecutorOutcome.Answered    => s"HTTP ${a.status}${a.errorMessage.map(": " + _).getOrElse("")}"
+    case ExecutorOutcome.Reschedule(b)  => s"HTTP 503 $b"
+    case u: ExecutorOutcome.Unreachable => u.message
+    case ExecutorOutcome.TimedOut(d)    => s"no answer within $d"
+    case ExecutorOutcome.NoResponse(r)  => r
+  }
+}

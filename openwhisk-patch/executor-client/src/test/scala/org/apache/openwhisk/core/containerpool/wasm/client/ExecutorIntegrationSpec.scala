@@ -1,0 +1,314 @@
+/*
+ * Licensed to the Apache Software Foundation (ASF) under one or more
+ * contributor license agreements.  See the NOTICE file distributed with
+ * this work for additional information regarding copyright ownership.
+ * The ASF licenses this file to You under the Apache License, Version 2.0
+ * (the "License"); you may not use this file except in compliance with
+ * the License.  You may obtain a copy of the License at
+ *
+ *     http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing, software
+ * distributed under the License is distributed on an "AS IS" BASIS,
+ * WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+ * See the License for the specific language governing permissions and
+ * limitations under the License.
+ */
+
+// What this file is for: the client against the real wasm-executor binary and real Wasm
+// actions — the container lifecycle the invoker drives (init with annotations and limits, run,
+// error kinds, time limits, concurrency, logs with sentinels and truncation, destroy) and the
+// cleanup of an invoker's leftover containers.
+
+package org.apache.openwhisk.core.containerpool.wasm.client
+
+import java.util.concurrent.atomic.AtomicInteger
+
+import org.apache.pekko.actor.ActorSystem
+import org.scalatest.BeforeAndAfterAll
+import org.scalatest.flatspec.AnyFlatSpec
+import org.scalatest.matchers.should.Matchers
+import spray.json._
+
+import scala.concurrent.duration._
+import scala.concurrent.{Await, Future}
+
+class ExecutorIntegrationSpec extends AnyFlatSpec with Matchers with BeforeAndAfterAll {
+  import ExecutorOutcome._
+  import TestExecutor.{base64, module, zip}
+
+  implicit private val system: ActorSystem = ActorSystem("executor-integration-spec")
+  import system.dispatcher
+
+  private lazy val executor = TestExecutor.shared
+  private lazy val config = WasmExecutorConfig(url = executor.url, requestSlack = 5.seconds, logWait = 2.seconds)
+  private lazy val client = new ExecutorClient(config)
+  private lazy val admin = new ExecutorAdmin(config)
+
+  private val nonce = "t" + java.lang.Long.toString(System.nanoTime() % 1000000000L, 36)
+  private val counter = new AtomicInteger(0)
+  private val MB = 1L << 20
+
+  /** A fresh id as the factory would make it for invoker `wsk0`. */
+  private def newId(action: String): String = ContainerIds.forName(s"wsk0_${counter.incrementAndGet()}_guest_$action", nonce)
+
+  private def await[T](f: Future[T]): T = Await.result(f, 60.seconds)
+
+  private def initValue(code: Array[Byte],
+                        name: String,
+                        main: String = "main",
+                        annotations: Option[JsObject] = None,
+                        limits: InitLimits = InitLimits(256, 60.seconds, 1, Some(10L))): JsObject = {
+    val initializer = JsObject(
+      "name" -> JsString(name),
+      "main" -> JsString(main),
+      "binary" -> JsTrue,
+      "code" -> JsString(base64(code)),
+      "env" -> JsObject("__OW_NAMESPACE" -> JsString("guest"), "__OW_ACTION_NAME" -> JsString(s"/guest/$name")))
+    InitBody.enrich(initializer, annotations, limits, Map("__OW_API_HOST" -> "http://127.0.0.1:3233"))
+  }
+
+  private def runBody(params: JsValue): JsObject =
+    JsObject(
+      "value" -> params,
+      "namespace" -> JsString("guest"),
+      "action_name" -> JsString("/guest/test"),
+      "action_version" -> JsString("0.0.1"),
+      "activation_id" -> JsString("0123456789abcdef0123456789abcdef"),
+      "transaction_id" -> JsString("tid"),
+      "deadline" -> JsString((System.currentTimeMillis() + 60000).toString))
+
+  private def init(id: String, value: JsObject): ExecutorOutcome = await(client.init(id, value, 60.seconds))
+  private def run(id: String, params: JsValue, timeout: FiniteDuration = 60.seconds): ExecutorOutcome =
+    await(client.run(id, runBody(params), timeout, MB, MB / 2))
+
+  /** A container initialised with `action`, ready to run. */
+  private def deployed(action: String, main: String = "main", limits: InitLimits = InitLimits(256, 60.seconds, 1, Some(10L))): String = {
+    val id = newId(action)
+    init(id, initValue(module(action), action, main, limits = limits)) shouldBe Answered(200, """{"ok":true}""")
+    id
+  }
+
+  private def answered(o: ExecutorOutcome): Answered = o match {
+    case a: Answered => a
+    case other       => fail(s"expected an answer, got $other")
+  }
+
+  override def afterAll(): Unit = Await.ready(system.terminate(), 10.seconds)
+
+  behavior of "the executor, driven by the client"
+
+  it should "answer /health" in {
+    val health = await(client.health())
+    health.fields.get("status") shouldBe Some(JsString("ok"))
+  }
+
+  it should "initialise a bare module and run it many times" in {
+    val id = deployed("echo")
+    for (i <- 1 to 3) {
+      val params = JsObject("i" -> JsNumber(i), "text" -> JsString("héllo"))
+      val a = answered(run(id, params))
+      a.status shouldBe 200
+      a.body.parseJson shouldBe params
+    }
+    await(client.destroy(id))
+  }
+
+  it should "initialise from a zip, as wsk uploads it, and accept annotations and limits" in {
+    val id = newId("add")
+    val value = initValue(
+      zip("add.wasm", module("add")),
+      "add",
+      annotations = Some(JsObject("exec" -> JsString("wasm:0.1"), "provide-api-key" -> JsFalse)),
+      limits = InitLimits(128, 10.seconds, 2, Some(1L)))
+    init(id, value) shouldBe Answered(200, """{"ok":true}""")
+    answered(run(id, JsObject("param1" -> JsNumber(2), "param2" -> JsNumber(2)))).body.parseJson shouldBe
+      JsObject("result" -> JsNumber(4))
+    await(client.destroy(id))
+  }
+
+  it should "call the export named by main" in {
+    val id = deployed("add", main = "multiply")
+    answered(run(id, JsObject("param1" -> JsNumber(3), "param2" -> JsNumber(4)))).body.parseJson shouldBe
+      JsObject("result" -> JsNumber(12))
+    await(client.destroy(id))
+  }
+
+  it should "refuse a second /init and an /init without code, with OpenWhisk's texts" in {
+    val id = deployed("echo")
+    val again = answered(init(id, initValue(module("echo"), "echo")))
+    again.status shouldBe 403
+    again.errorMessage shouldBe Some("Cannot initialize the action more than once.")
+    await(client.destroy(id))
+
+    val empty = answered(init(newId("empty"), JsObject("name" -> JsString("empty"), "main" -> JsString("main"))))
+    empty.status shouldBe 403
+    empty.errorMessage shouldBe Some("Missing main/no code to execute.")
+  }
+
+  it should "answer bad code with an error the user can read" in {
+    val bad = answered(init(newId("bad"), initValue("this is not wasm".getBytes("UTF-8"), "bad")))
+    bad.status should not be 200
+    bad.errorMessage shouldBe defined
+  }
+
+  it should "refuse a dir annotation outside the operator's root" in {
+    val refused = answered(
+      init(newId("dir"), initValue(module("echo"), "echo", annotations = Some(JsObject("dir" -> JsString("/etc"))))))
+    refused.status shouldBe 502
+    refused.errorMessage.getOrElse("") should include("dir")
+  }
+
+  it should "report a trap as a failed activation and keep serving the container" in {
+    val id = deployed("panic")
+    val trapped = answered(run(id, JsObject("message" -> JsString("boom"))))
+    trapped.status shouldBe 502
+    trapped.errorMessage shouldBe defined
+    answered(run(id, JsObject("ok" -> JsTrue))).body.parseJson shouldBe JsObject("ok" -> JsTrue)
+    await(client.destroy(id))
+  }
+
+  it should "pass an application error through as a 200 answer with an error field" in {
+    val id = deployed("echo")
+    val a = answered(run(id, JsObject("error" -> JsString("user said so"))))
+    a.status shouldBe 200
+    a.errorMessage shouldBe Some("user said so")
+    await(client.destroy(id))
+  }
+
+  it should "answer /run of an unknown container with 404" in {
+    answered(run(newId("nobody"), JsObject())).status shouldBe 404
+  }
+
+  it should "stop an action at its time limit" in {
+    val id = deployed("loop", limits = InitLimits(256, 500.millis, 1, None))
+    val body = runBody(JsObject("forever" -> JsTrue)).fields + ("deadline" -> JsString((System.currentTimeMillis() + 500).toString))
+    val start = System.nanoTime()
+    val a = answered(await(client.run(id, JsObject(body), 500.millis, MB, MB / 2)))
+    (System.nanoTime() - start).nanos should be < 10.seconds
+    a.status shouldBe 502
+    a.errorMessage shouldBe defined
+    await(client.destroy(id))
+  }
+
+  it should "time out on the client side when the executor is slower than the request limit" in {
+    val id = deployed("loop")
+    val slow = client.run(id, runBody(JsObject("ms" -> JsNumber(3000))), 200.millis, MB, MB / 2)
+    // requestSlack is 5 s in this suite, so use a client without slack
+    val strict = new ExecutorClient(config.copy(requestSlack = Duration.Zero))
+    await(strict.run(id, runBody(JsObject("ms" -> JsNumber(2000))), 300.millis, MB, MB / 2)) shouldBe TimedOut(300.millis)
+    answered(await(slow)).status shouldBe 200
+    await(client.destroy(id))
+  }
+
+  it should "run activations of one container concurrently up to its concurrency limit" in {
+    val id = deployed("loop", limits = InitLimits(256, 60.seconds, 8, None))
+    val start = System.nanoTime()
+    val all = await(Future.sequence((1 to 8).map(_ => client.run(id, runBody(JsObject("ms" -> JsNumber(300))), 60.seconds, MB, MB / 2))))
+    all.foreach(o => answered(o).status shouldBe 200)
+    // eight 300 ms activations one after another would take 2.4 s
+    (System.nanoTime() - start).nanos should be < 2.seconds
+    await(client.destroy(id))
+  }
+
+  it should "answer 503 at capacity, which the client reports as a reschedule" in {
+    // A second executor that runs one activation at a time and queues none.
+    val small = TestExecutor.start(Seq("--max-concurrent", "1", "--queue-depth", "0"))
+    try {
+      val c = new ExecutorClient(WasmExecutorConfig(url = small.url))
+      val id = newId("loop")
+      await(c.init(id, initValue(module("loop"), "loop", limits = InitLimits(256, 60.seconds, 4, None)), 60.seconds)) shouldBe
+        Answered(200, """{"ok":true}""")
+      val busy = c.run(id, runBody(JsObject("ms" -> JsNumber(1500))), 60.seconds, MB, MB / 2)
+      Thread.sleep(300) // let the first activation take the only slot
+      await(c.run(id, runBody(JsObject()), 60.seconds, MB, MB / 2)) shouldBe a[Reschedule]
+      answered(await(busy)).status shouldBe 200
+      answered(await(c.run(id, runBody(JsObject()), 60.seconds, MB, MB / 2))).status shouldBe 200
+    } finally small.stop()
+  }
+
+  behavior of "logs through the executor"
+
+  private def echoLogs(out: Seq[String], err: Seq[String]): JsObject =
+    JsObject("__log" -> JsArray(out.map(JsString(_)).toVector), "__err" -> JsArray(err.map(JsString(_)).toVector))
+
+  it should "deliver an activation's stdout and stderr without sentinels or the result line" in {
+    val id = deployed("echo")
+    answered(run(id, echoLogs(Seq("a", "b"), Seq("c")))).status shouldBe 200
+    val logs = await(client.logReader(id).collect(10 * MB, waitForSentinel = true))
+    logs.complete shouldBe true
+    logs.truncated shouldBe false
+    logs.lines.map(l => l.stream -> l.log.stripLineEnd).sortBy(_._1) shouldBe
+      Seq("stderr" -> "c", "stdout" -> "a", "stdout" -> "b")
+    logs.lines.foreach(_.time should not be empty)
+    await(client.destroy(id))
+  }
+
+  it should "hand out two activations' logs one at a time" in {
+    val id = deployed("echo")
+    val reader = client.logReader(id)
+    answered(run(id, echoLogs(Seq("first"), Nil))).status shouldBe 200
+    answered(run(id, echoLogs(Seq("second"), Nil))).status shouldBe 200
+    await(reader.collect(10 * MB, waitForSentinel = true)).lines.map(_.log.stripLineEnd) shouldBe Seq("first")
+    await(reader.collect(10 * MB, waitForSentinel = true)).lines.map(_.log.stripLineEnd) shouldBe Seq("second")
+    await(client.destroy(id))
+  }
+
+  it should "truncate at the byte limit with OpenWhisk's notice, without touching the next activation" in {
+    val id = deployed("echo")
+    val reader = client.logReader(id)
+    val many = (1 to 50).map(i => f"line $i%03d " + "x" * 90)
+    answered(run(id, echoLogs(many, Nil))).status shouldBe 200
+    answered(run(id, echoLogs(Seq("after"), Nil))).status shouldBe 200
+    val limit = 1000L
+    val first = await(reader.collect(limit, waitForSentinel = true))
+    first.truncated shouldBe true
+    first.lines.map(l => l.toJson.compactPrint.getBytes("UTF-8").length + 1).sum should be <= limit.toInt
+    first.lines.head.log should startWith("line 001")
+    val shown = first.withNotices(limit)
+    shown.last.stream shouldBe "stderr"
+    shown.last.log shouldBe "Logs were truncated because the total bytes size exceeds the limit of 1000 bytes."
+    await(reader.collect(limit, waitForSentinel = true)).lines.map(_.log.stripLineEnd) shouldBe Seq("after")
+    await(client.destroy(id))
+  }
+
+  it should "deliver the logs of a failed activation" in {
+    val id = deployed("panic")
+    answered(run(id, JsObject("message" -> JsString("went wrong")))).status shouldBe 502
+    val logs = await(client.logReader(id).collect(10 * MB, waitForSentinel = false))
+    logs.complete shouldBe true
+    logs.lines.map(_.log).mkString should include("went wrong")
+    await(client.destroy(id))
+  }
+
+  behavior of "destroy and cleanup"
+
+  it should "forget a destroyed container" in {
+    val id = deployed("echo")
+    await(client.destroy(id))
+    answered(run(id, JsObject())).status shouldBe 404
+    await(client.logReader(id).collect(MB, waitForSentinel = true)) shouldBe ActivationLogs(Vector.empty, false, true)
+    await(client.destroy(id)) // already gone: still fine
+    admin.containers() should not contain id
+  }
+
+  it should "remove exactly the containers of one invoker" in {
+    val mine = Seq(deployed("echo"), deployed("add"))
+    val other = ContainerIds.forName("wsk01_1_guest_echo", nonce)
+    val stranger = ContainerIds.forName("someone_else", nonce)
+    Seq(other, stranger).foreach(id => init(id, initValue(module("echo"), "echo")) shouldBe Answered(200, """{"ok":true}"""))
+
+    admin.containers() should contain allElementsOf (mine ++ Seq(other, stranger))
+    val report = admin.removeOwned("wsk0")
+    report.failed shouldBe empty
+    report.removed should contain allElementsOf mine
+    report.removed should not contain other
+    val left = admin.containers()
+    left should contain noElementsOf mine
+    left should contain allElementsOf Seq(other, stranger)
+
+    admin.removeOwned("wsk01").removed shouldBe Seq(other)
+    admin.destroy(stranger) shouldBe true
+    admin.containers() should not contain stranger
+  }
+}

@@ -1,0 +1,180 @@
+/*
+ * Licensed to the Apache Software Foundation (ASF) under one or more
+ * contributor license agreements.  See the NOTICE file distributed with
+ * this work for additional information regarding copyright ownership.
+ * The ASF licenses this file to You under the Apache License, Version 2.0
+ * (the "License"); you may not use this file except in compliance with
+ * the License.  You may obtain a copy of the License at
+ *
+ *     http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing, software
+ * distributed under the License is distributed on an "AS IS" BASIS,
+ * WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+ * See the License for the specific language governing permissions and
+ * limitations under the License.
+ */
+
+// What this file is for: an OpenWhisk Container that lives inside a wasm-executor process
+// instead of Docker. It is a thin adapter: OpenWhisk's Container trait keeps its own init/run
+// logic (markers, timeouts, result interpretation); this class only sends the requests to
+// `/{id}/init` and `/{id}/run` of the executor through the executor-client, adds the action's
+// annotations and limits to the /init body, maps the client's outcomes onto OpenWhisk's types,
+// and reads the container's logs back as OpenWhisk log lines.
+
+package org.apache.openwhisk.core.containerpool.wasm
+
+import java.time.Instant
+import java.util.concurrent.TimeoutException
+
+import org.apache.pekko.actor.ActorSystem
+import org.apache.pekko.stream.scaladsl.Source
+import org.apache.pekko.util.ByteString
+import org.apache.openwhisk.common.{Logging, TransactionId}
+import org.apache.openwhisk.core.containerpool._
+import org.apache.openwhisk.core.containerpool.wasm.client._
+import org.apache.openwhisk.core.entity.ActivationResponse.{ContainerResponse, NoResponseReceived, Timeout}
+import org.apache.openwhisk.core.entity.size._
+import org.apache.openwhisk.core.entity.{ActivationResponse, ByteSize, ExecutableWhiskAction, WhiskAction}
+import org.apache.openwhisk.http.Messages
+import spray.json._
+
+import scala.concurrent.duration._
+import scala.concurrent.{ExecutionContext, Future}
+import scala.util.control.NonFatal
+
+/** The executor could not be reached; reported to the user as a system (whisk) error, not theirs. */
+final case class WasmExecutorUnreachable(message: String) extends Exception(message)
+
+/**
+ * @param id          the container's id in the executor (see ContainerIds)
+ * @param addr        the executor's address (shared by all its containers)
+ * @param executor    the invoker's client for that executor
+ * @param memory      the memory OpenWhisk reserved for this container; sent as `limits.memory`
+ * @param createdFor  the action the container was created for, when OpenWhisk said so at creation
+ *                    (used when `initialize` is not given the action, as on the scheduler path)
+ * @param baseEnv     environment a Docker runtime would get at start (`__OW_API_HOST`, operator extras)
+ */
+class WasmContainer(protected val id: ContainerId,
+                    protected[core] val addr: ContainerAddress,
+                    executor: ExecutorClient,
+                    memory: ByteSize,
+                    createdFor: Option[ExecutableWhiskAction],
+                    baseEnv: Map[String, String],
+                    capacityRetryFor: FiniteDuration)(implicit override protected val as: ActorSystem,
+                                                      protected val ec: ExecutionContext,
+                                                      protected val logging: Logging)
+    extends Container {
+
+  private val logReader = executor.logReader(id.asString)
+
+  /** Nothing to pause: a Wasm container uses no CPU between activations. */
+  override def suspend()(implicit transid: TransactionId): Future[Unit] = Future.successful(())
+
+  override def resume()(implicit transid: TransactionId): Future[Unit] = Future.successful(())
+
+  /**
+   * Frees the module and its state in the executor. A failure is logged, not raised: the
+   * executor has then lost the container anyway, and the factory's cleanup catches leftovers.
+   */
+  override def destroy()(implicit transid: TransactionId): Future[Unit] =
+    executor.destroy(id.asString).recover {
+      case NonFatal(t) => logging.warn(this, s"could not destroy wasm container $id: ${t.getMessage}")
+    }
+
+  override def initialize(initializer: JsObject,
+                          timeout: FiniteDuration,
+                          maxConcurrent: Int,
+                          entity: Option[WhiskAction] = None)(implicit transid: TransactionId): Future[Interval] = {
+    val (annotations, logLimit) = entity
+      .map(e => (e.annotations, e.limits.logs))
+      .orElse(createdFor.map(a => (a.annotations, a.limits.logs)))
+      .map { case (a, l) => (Some(a.toJsObject), Some(l.megabytes.toLong)) }
+      .getOrElse((None, None))
+    val limits = InitLimits(memory.toMB, timeout, maxConcurrent, logLimit)
+    val value = InitBody.enrich(initializer, annotations, limits, baseEnv)
+    val started = Instant.now
+    super.initialize(value, timeout, maxConcurrent, entity).recoverWith {
+      case WasmExecutorUnreachable(message) =>
+        Future.failed(InitializationError(Interval(started, Instant.now), ActivationResponse.whiskError(message)))
+    }
+  }
+
+  override def run(parameters: JsValue,
+                   environment: JsObject,
+                   timeout: FiniteDuration,
+                   maxConcurrent: Int,
+                   maxResponse: ByteSize,
+                   truncation: ByteSize,
+                   reschedule: Boolean)(implicit transid: TransactionId): Future[(Interval, ActivationResponse)] = {
+    val started = Instant.now
+    super.run(parameters, environment, timeout, maxConcurrent, maxResponse, truncation, reschedule).recoverWith {
+      // a resumed container that cannot be reached is OpenWhisk's cue to run the activation elsewhere
+      case WasmExecutorUnreachable(_) if reschedule => Future.failed(ContainerHealthError(transid, id.asString))
+      case WasmExecutorUnreachable(message) =>
+        Future.successful((Interval(started, Instant.now), ActivationResponse.whiskError(message)))
+    }
+  }
+
+  /**
+   * Sends `/init` or `/run` to this container's route in the executor. Answers become
+   * OpenWhisk's ContainerResponse, so the trait interprets them exactly as for a Docker
+   * runtime; a 503 stays a 503, which the trait turns into ContainerHealthError (OpenWhisk's
+   * reschedule path), after retrying for `capacityRetryFor` if the operator allows it.
+   */
+  override protected def callContainer(path: String,
+                                       body: JsObject,
+                                       timeout: FiniteDuration,
+                                       maxConcurrent: Int,
+                                       maxResponse: ByteSize,
+                                       truncation: ByteSize,
+                                       retry: Boolean,
+                                       reschedule: Boolean)(implicit transid: TransactionId): Future[RunResult] = {
+    val started = Instant.now
+    val retryUntil = (capacityRetryFor min timeout).fromNow
+
+    def attempt(backoff: FiniteDuration): Future[ExecutorOutcome] =
+      executor
+        .post(id.asString, path.stripPrefix("/"), body, timeout, maxResponse.toBytes, truncation.toBytes)
+        .flatMap {
+          case ExecutorOutcome.Reschedule(_) if retryUntil.timeLeft > backoff =>
+            org.apache.pekko.pattern.after(backoff)(attempt((backoff * 2) min 1.second))
+          case outcome => Future.successful(outcome)
+        }
+
+    attempt(25.millis).flatMap { outcome =>
+      val interval = Interval(started, Instant.now)
+      outcome match {
+        case ExecutorOutcome.Answered(status, text, truncated) =>
+          val cut = truncated.map(t => (t.actualBytes.B, t.maxBytes.B))
+          Future.successful(RunResult(interval, Right(ContainerResponse(status, text, cut))))
+        case ExecutorOutcome.Reschedule(text) =>
+          logging.warn(this, s"wasm executor at capacity for $id ($path): $text")
+          Future.successful(RunResult(interval, Right(ContainerResponse(503, text, None))))
+        case u: ExecutorOutcome.Unreachable =>
+          logging.error(this, s"${u.message} ($path of $id)")
+          Future.failed(WasmExecutorUnreachable(u.message))
+        case ExecutorOutcome.TimedOut(after) =>
+          Future.successful(RunResult(interval, Left(Timeout(new TimeoutException(s"no answer from $id within $after")))))
+        case ExecutorOutcome.NoResponse(reason) =>
+          logging.warn(this, s"no usable answer from wasm executor for $id ($path): $reason")
+          Future.successful(RunResult(interval, Left(NoResponseReceived())))
+      }
+    }
+  }
+
+  /**
+   * The logs of the activation that just ended, as OpenWhisk's json log lines: sentinels
+   * removed, at most `limit` bytes, with OpenWhisk's notice when lines were cut or missing.
+   */
+  def logs(limit: ByteSize, waitForSentinel: Boolean)(implicit transid: TransactionId): Source[ByteString, Any] =
+    Source
+      .future(logReader.collect(limit.toBytes, waitForSentinel))
+      .mapConcat(_.withNotices(limit.toBytes, _ => Messages.truncateLogs(limit), Messages.logFailure))
+      .recover {
+        case NonFatal(t) =>
+          logging.warn(this, s"could not read the logs of wasm container $id: ${t.getMessage}")
+          LogLine(Instant.now.toString, "stderr", Messages.logFailure)
+      }
+      .map(line => ByteString(line.toJson.compactPrint))
+}

@@ -1,0 +1,115 @@
+//! The shared driver of every runtime's precompiler binary: arguments, the envelope, signing,
+//! zipping for `wsk action create`, and the report of what was produced. A runtime binary only
+//! supplies [`Compiler::compile`].
+
+use std::{path::PathBuf, process::ExitCode};
+
+use anyhow::{Context, bail};
+use clap::Parser;
+use wasm_artifact::{Envelope, OperatorKey, RuntimeId, host_target, package};
+
+/// Compiles portable Wasm to one runtime's native code.
+pub trait Compiler {
+    const RUNTIME: RuntimeId;
+
+    /// Targets this compiler can produce code for.
+    fn supported_targets(&self) -> Vec<String> {
+        vec![host_target(), "aarch64-unknown-linux-gnu".into()]
+    }
+
+    /// Native code for `target`; `native_cpu` allows the build machine's CPU features
+    /// (only meaningful when `target` is the host).
+    fn compile(&self, wasm: &[u8], target: &str, native_cpu: bool) -> anyhow::Result<Vec<u8>>;
+}
+
+/// Precompile a WebAssembly module ahead of time for the executor.
+#[derive(Debug, Parser)]
+pub struct Args {
+    /// The portable module (.wasm) to compile.
+    pub input: PathBuf,
+
+    /// Where to write the artifact (default: next to the input, named by runtime and target).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+
+    /// Target triple of the machine that will run the artifact.
+    #[arg(long, default_value_t = host_target())]
+    pub target: String,
+
+    /// Use every CPU feature of this machine instead of the target's portable baseline.
+    #[arg(long)]
+    pub native_cpu: bool,
+
+    /// The operator's private key (PEM) to sign the artifact with.
+    #[arg(long)]
+    pub sign_key: Option<PathBuf>,
+
+    /// Write a zip holding the artifact, ready for `wsk action create NAME x.zip --kind wasm:0.1`.
+    #[arg(long)]
+    pub zip: bool,
+}
+
+/// Parses the command line, compiles, and reports; the `main` of every runtime binary.
+pub fn run_main<C: Compiler>(compiler: C) -> ExitCode {
+    match run(&compiler, Args::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run<C: Compiler>(compiler: &C, args: Args) -> anyhow::Result<()> {
+    if !compiler.supported_targets().contains(&args.target) {
+        bail!(
+            "{} cannot compile for {}; supported targets: {}",
+            C::RUNTIME,
+            args.target,
+            compiler.supported_targets().join(", ")
+        );
+    }
+    if args.native_cpu && args.target != host_target() {
+        bail!("--native-cpu only applies when compiling for this machine ({})", host_target());
+    }
+    let wasm = std::fs::read(&args.input).with_context(|| format!("reading {}", args.input.display()))?;
+    if !wasm.starts_with(b"\0asm") {
+        bail!("{} is not a WebAssembly binary module", args.input.display());
+    }
+    let payload = compiler
+        .compile(&wasm, &args.target, args.native_cpu)
+        .with_context(|| format!("compiling {} with {}", args.input.display(), C::RUNTIME))?;
+    let mut envelope = Envelope::new(C::RUNTIME, &args.target, &wasm, payload);
+    if let Some(path) = &args.sign_key {
+        envelope.sign(&OperatorKey::load(path)?);
+    }
+    let stem = args
+        .input
+        .file_stem()
+        .map_or_else(|| "action".into(), |s| s.to_string_lossy().into_owned());
+    let arch = args.target.split('-').next().unwrap_or("unknown");
+    let artifact_name = format!("{stem}.{}-{arch}.owart", C::RUNTIME);
+    let bytes = envelope.to_bytes();
+    let (bytes, default_name) = if args.zip {
+        (package::zip_single(&artifact_name, &bytes)?, format!("{stem}.{}-{arch}.zip", C::RUNTIME))
+    } else {
+        (bytes, artifact_name)
+    };
+    let output = args
+        .output
+        .unwrap_or_else(|| args.input.with_file_name(default_name));
+    std::fs::write(&output, &bytes).with_context(|| format!("writing {}", output.display()))?;
+    println!(
+        "{}: {} {} artifact for {}{}, {} bytes ({}), from {} ({} bytes)",
+        output.display(),
+        envelope.header.runtime,
+        envelope.header.runtime_version,
+        envelope.header.target,
+        if args.native_cpu { " (this CPU's features)" } else { "" },
+        bytes.len(),
+        if envelope.is_signed() { "signed" } else { "unsigned" },
+        args.input.display(),
+        wasm.len()
+    );
+    Ok(())
+}

@@ -1,0 +1,94 @@
+//! `wasm-precompile`: the front end. It creates operator keys, and precompiles by handing the
+//! arguments to the runtime's own compiler binary (`wasm-precompile-<runtime>` next to it):
+//! each runtime links its own compiler (and LLVM), which cannot share one process.
+
+use std::{path::PathBuf, process::ExitCode};
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand};
+use wasm_artifact::{OperatorKey, RuntimeId};
+
+#[derive(Debug, Parser)]
+#[command(name = "wasm-precompile", version, about = "Precompile WebAssembly actions for the executor")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Create an operator key pair: NAME.pem (private, for signing) and NAME.pub (for the executor).
+    Keygen {
+        /// Path prefix of the two files.
+        #[arg(long, default_value = "operator")]
+        out: PathBuf,
+    },
+    /// Compile with a runtime's compiler; run `wasm-precompile compile --runtime R -- --help` for its flags.
+    Compile {
+        /// wasmtime, wasmer or wamr.
+        #[arg(long, default_value = "wasmtime")]
+        runtime: String,
+        /// Arguments for the runtime's compiler: INPUT.wasm [--target T] [--sign-key K] [--zip] [-o OUT].
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Keygen { out } => {
+            let key = OperatorKey::generate();
+            let private = out.with_extension("pem");
+            let public = out.with_extension("pub");
+            write_private(&private, &key.private_pem())?;
+            std::fs::write(&public, key.public_pem()).with_context(|| format!("writing {}", public.display()))?;
+            println!(
+                "private key {} (sign with --sign-key), public key {} (give to wasm-executor --trusted-key)",
+                private.display(),
+                public.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Compile { runtime, args } => {
+            let Some(runtime) = RuntimeId::from_name(&runtime) else {
+                bail!("unknown runtime {runtime:?}: use wasmtime, wasmer or wamr");
+            };
+            let binary = std::env::current_exe()
+                .context("locating wasm-precompile")?
+                .with_file_name(format!("wasm-precompile-{runtime}"));
+            if !binary.exists() {
+                bail!(
+                    "{} is not installed next to wasm-precompile; build it with `make precompiler-{runtime}`",
+                    binary.display()
+                );
+            }
+            let status = std::process::Command::new(&binary)
+                .args(&args)
+                .status()
+                .with_context(|| format!("running {}", binary.display()))?;
+            Ok(ExitCode::from(status.code().unwrap_or(1).clamp(0, 255) as u8))
+        }
+    }
+}
+
+fn write_private(path: &std::path::Path, pem: &str) -> anyhow::Result<()> {
+    use std::{io::Write, os::unix::fs::OpenOptionsExt};
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("creating {} (it must not exist yet)", path.display()))?;
+    file.write_all(pem.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
+}
