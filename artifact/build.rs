@@ -9,6 +9,12 @@ const RUNTIMES: &[(&str, &str)] = &[
     ("wamrx-sys", "LOCKED_WAMR_VERSION"),
 ];
 
+/// WAMR is built from the sources the `wamrx-sys` package ships (wamr/source), so the package
+/// version pins the WAMR sources; artifacts name the WAMR version those sources are. The WAMR
+/// executor backend and wasm-precompile-wamr refuse to start when their `core/version.h` says
+/// otherwise, so a new package version cannot slip in under an old label.
+const WAMR_IN_WAMRX_SYS: &[(&str, &str)] = &[("0.3.0", "2.4.3")];
+
 fn main() {
     let lock = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("set by cargo"))
         .join("..")
@@ -16,7 +22,14 @@ fn main() {
     println!("cargo:rerun-if-changed={}", lock.display());
     let text = fs::read_to_string(&lock).unwrap_or_default();
     for (package, var) in RUNTIMES {
-        let version = locked_version(&text, package).unwrap_or_else(|| "none".to_owned());
+        let version = match locked_version(&text, package) {
+            Some(v) if *package == "wamrx-sys" => WAMR_IN_WAMRX_SYS
+                .iter()
+                .find(|(crate_version, _)| *crate_version == v)
+                .map_or_else(|| format!("wamrx-sys-{v}"), |(_, wamr)| (*wamr).to_owned()),
+            Some(v) => v,
+            None => "none".to_owned(),
+        };
         println!("cargo:rustc-env={var}={version}");
     }
 }

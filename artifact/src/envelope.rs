@@ -111,7 +111,8 @@ impl Envelope {
 
     pub fn to_bytes(&self) -> Vec<u8> {
         let sig: &[u8] = self.signature.as_ref().map_or(&[], |s| s.as_slice());
-        let mut out = Vec::with_capacity(16 + self.header_bytes.len() + sig.len() + self.payload.len());
+        let mut out =
+            Vec::with_capacity(16 + self.header_bytes.len() + sig.len() + self.payload.len());
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&(self.header_bytes.len() as u32).to_le_bytes());
         out.extend_from_slice(&self.header_bytes);
@@ -124,11 +125,15 @@ impl Envelope {
     /// Parses the framing only; nothing is trusted yet.
     pub fn parse(bytes: &[u8]) -> Result<Envelope, EnvelopeError> {
         let malformed = |what: &str| EnvelopeError::Malformed(what.to_owned());
-        let rest = bytes.strip_prefix(MAGIC).ok_or_else(|| malformed("bad magic"))?;
-        let (header_bytes, rest) = take_block(rest, MAX_HEADER_LEN).ok_or_else(|| malformed("header"))?;
+        let rest = bytes
+            .strip_prefix(MAGIC)
+            .ok_or_else(|| malformed("bad magic"))?;
+        let (header_bytes, rest) =
+            take_block(rest, MAX_HEADER_LEN).ok_or_else(|| malformed("header"))?;
         let header: EnvelopeHeader = serde_json::from_slice(header_bytes)
             .map_err(|e| EnvelopeError::Malformed(format!("header: {e}")))?;
-        let (sig, payload) = take_block(rest, SIGNATURE_LEN).ok_or_else(|| malformed("signature"))?;
+        let (sig, payload) =
+            take_block(rest, SIGNATURE_LEN).ok_or_else(|| malformed("signature"))?;
         let signature = match sig.len() {
             0 => None,
             SIGNATURE_LEN => Some(sig.try_into().expect("length checked")),
@@ -203,7 +208,12 @@ mod tests {
     use crate::OperatorKey;
 
     fn sample() -> Envelope {
-        Envelope::new(RuntimeId::Wasmtime, "x86_64-unknown-linux-gnu", b"\0asm", vec![1, 2, 3])
+        Envelope::new(
+            RuntimeId::Wasmtime,
+            "x86_64-unknown-linux-gnu",
+            b"\0asm",
+            vec![1, 2, 3],
+        )
     }
 
     #[test]
@@ -216,7 +226,12 @@ mod tests {
         assert_eq!(parsed.payload, vec![1, 2, 3]);
         let keys = TrustedKeys::from_keys(vec![key.verifying_key()]);
         parsed
-            .verify(RuntimeId::Wasmtime, "x86_64-unknown-linux-gnu", &keys, false)
+            .verify(
+                RuntimeId::Wasmtime,
+                "x86_64-unknown-linux-gnu",
+                &keys,
+                false,
+            )
             .unwrap();
     }
 
@@ -227,7 +242,12 @@ mod tests {
         let keys = TrustedKeys::from_keys(vec![key.verifying_key()]);
         let mut env = sample();
         assert_eq!(
-            env.verify(RuntimeId::Wasmtime, "x86_64-unknown-linux-gnu", &keys, false),
+            env.verify(
+                RuntimeId::Wasmtime,
+                "x86_64-unknown-linux-gnu",
+                &keys,
+                false
+            ),
             Err(EnvelopeError::Unsigned)
         );
         env.sign(&other);
@@ -241,15 +261,23 @@ mod tests {
             Err(EnvelopeError::WrongRuntime { .. })
         ));
         assert!(matches!(
-            env.verify(RuntimeId::Wasmtime, "aarch64-unknown-linux-gnu", &keys, false),
+            env.verify(
+                RuntimeId::Wasmtime,
+                "aarch64-unknown-linux-gnu",
+                &keys,
+                false
+            ),
             Err(EnvelopeError::WrongTarget { .. })
         ));
         let mut bytes = env.to_bytes();
         *bytes.last_mut().unwrap() ^= 1;
         assert_eq!(
-            Envelope::parse(&bytes)
-                .unwrap()
-                .verify(RuntimeId::Wasmtime, "x86_64-unknown-linux-gnu", &keys, false),
+            Envelope::parse(&bytes).unwrap().verify(
+                RuntimeId::Wasmtime,
+                "x86_64-unknown-linux-gnu",
+                &keys,
+                false
+            ),
             Err(EnvelopeError::PayloadHashMismatch)
         );
     }
@@ -260,6 +288,9 @@ mod tests {
         for cut in 0..bytes.len() - 3 {
             let _ = Envelope::parse(&bytes[..cut]);
         }
-        assert!(matches!(Envelope::parse(b"OWWASMA1\xff\xff\xff\xff"), Err(EnvelopeError::Malformed(_))));
+        assert!(matches!(
+            Envelope::parse(b"OWWASMA1\xff\xff\xff\xff"),
+            Err(EnvelopeError::Malformed(_))
+        ));
     }
 }

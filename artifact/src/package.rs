@@ -10,7 +10,9 @@ pub fn zip_single(entry_name: &str, bytes: &[u8]) -> anyhow::Result<Vec<u8>> {
     let options = zip::write::SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Deflated)
         .unix_permissions(0o644);
-    writer.start_file(entry_name, options).context("starting zip entry")?;
+    writer
+        .start_file(entry_name, options)
+        .context("starting zip entry")?;
     writer.write_all(bytes).context("writing zip entry")?;
     Ok(writer.finish().context("finishing zip")?.into_inner())
 }

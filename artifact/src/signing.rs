@@ -5,7 +5,10 @@ use std::path::Path;
 
 use ed25519_dalek::{
     Signature, Signer, SigningKey, Verifier, VerifyingKey,
-    pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePrivateKey, EncodePublicKey, spki::der::pem::LineEnding},
+    pkcs8::{
+        DecodePrivateKey, DecodePublicKey, EncodePrivateKey, EncodePublicKey,
+        spki::der::pem::LineEnding,
+    },
 };
 use thiserror::Error;
 
@@ -14,7 +17,10 @@ pub(crate) const SIGNATURE_LEN: usize = 64;
 #[derive(Debug, Error)]
 pub enum KeyError {
     #[error("cannot read key file {path}: {source}")]
-    Read { path: String, source: std::io::Error },
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("{path} is not an Ed25519 {kind} key in PEM format")]
     Format { path: String, kind: &'static str },
 }
@@ -29,10 +35,12 @@ impl OperatorKey {
 
     pub fn load(path: &Path) -> Result<Self, KeyError> {
         let text = read(path)?;
-        SigningKey::from_pkcs8_pem(&text).map(OperatorKey).map_err(|_| KeyError::Format {
-            path: path.display().to_string(),
-            kind: "private",
-        })
+        SigningKey::from_pkcs8_pem(&text)
+            .map(OperatorKey)
+            .map_err(|_| KeyError::Format {
+                path: path.display().to_string(),
+                kind: "private",
+            })
     }
 
     /// PEM (PKCS#8) text of the private key.

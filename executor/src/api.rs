@@ -32,7 +32,12 @@ pub fn router(executor: AppState, max_body_bytes: usize) -> Router {
         .route("/{id}/destroy", post(destroy))
         .route("/{id}/logs", get(logs))
         .fallback(|| async { ApiError(StatusCode::NOT_FOUND, "no such route".into()) })
-        .method_not_allowed_fallback(|| async { ApiError(StatusCode::METHOD_NOT_ALLOWED, "method not allowed on this route".into()) })
+        .method_not_allowed_fallback(|| async {
+            ApiError(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method not allowed on this route".into(),
+            )
+        })
         .layer(DefaultBodyLimit::max(max_body_bytes))
         .with_state(executor)
 }
@@ -62,7 +67,9 @@ impl From<ServiceError> for ApiError {
 /// Container ids are one path segment of a restricted alphabet.
 fn check_id(id: &str) -> Result<(), ApiError> {
     let ok = (1..=128).contains(&id.len())
-        && id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
     if ok {
         Ok(())
     } else {
@@ -75,7 +82,8 @@ fn check_id(id: &str) -> Result<(), ApiError> {
 
 fn parse_body<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, ApiError> {
     let body = body.map_err(|rejection| ApiError(rejection.status(), rejection.body_text()))?;
-    serde_json::from_slice(&body).map_err(|e| ApiError(StatusCode::BAD_REQUEST, format!("invalid JSON body: {e}")))
+    serde_json::from_slice(&body)
+        .map_err(|e| ApiError(StatusCode::BAD_REQUEST, format!("invalid JSON body: {e}")))
 }
 
 async fn init(
@@ -102,13 +110,19 @@ async fn run(
     }
 }
 
-async fn destroy(State(executor): State<AppState>, Path(id): Path<String>) -> Result<Json<serde_json::Value>, ApiError> {
+async fn destroy(
+    State(executor): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
     check_id(&id)?;
     executor.destroy(&id)?;
     Ok(Json(json!({ "ok": true })))
 }
 
-async fn logs(State(executor): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+async fn logs(
+    State(executor): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
     check_id(&id)?;
     let lines = executor.logs(&id)?;
     Ok(([(header::CONTENT_TYPE, "application/x-ndjson")], lines).into_response())
@@ -129,7 +143,10 @@ async fn health(State(executor): State<AppState>) -> Json<serde_json::Value> {
 
 async fn metrics(State(executor): State<AppState>) -> Response {
     (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
         executor.render_metrics(),
     )
         .into_response()

@@ -8,18 +8,26 @@ use std::path::{Component, Path, PathBuf};
 pub fn grant_dir(requested: &str, root: &Path) -> Result<PathBuf, String> {
     let path = Path::new(requested);
     if !path.is_absolute() {
-        return Err(format!("the `dir` annotation must be an absolute path, not {requested:?}"));
+        return Err(format!(
+            "the `dir` annotation must be an absolute path, not {requested:?}"
+        ));
     }
     if path.components().any(|c| matches!(c, Component::ParentDir)) {
-        return Err(format!("the `dir` annotation {requested:?} may not contain `..`"));
+        return Err(format!(
+            "the `dir` annotation {requested:?} may not contain `..`"
+        ));
     }
-    let root = root
-        .canonicalize()
-        .map_err(|e| format!("the operator's directory root {} is unusable: {e}", root.display()))?;
+    let root = root.canonicalize().map_err(|e| {
+        format!(
+            "the operator's directory root {} is unusable: {e}",
+            root.display()
+        )
+    })?;
     if !path.starts_with(&root) {
         return Err(refusal(requested, &root));
     }
-    std::fs::create_dir_all(path).map_err(|e| format!("cannot create directory {requested:?}: {e}"))?;
+    std::fs::create_dir_all(path)
+        .map_err(|e| format!("cannot create directory {requested:?}: {e}"))?;
     // A symlink anywhere on the way may point elsewhere: judge the resolved path.
     let resolved = path
         .canonicalize()

@@ -13,6 +13,7 @@ const ZIP_MAGIC: &[u8] = b"PK\x03\x04";
 const EMPTY_ZIP_MAGIC: &[u8] = b"PK\x05\x06";
 const ELF_MAGIC: &[u8] = b"\x7fELF";
 const WAMR_AOT_MAGIC: &[u8] = b"\0aot";
+const WASMER_ARTIFACT_MAGIC: &[u8] = b"wasmer-universal";
 
 /// The module an /init carries, before the backend prepares it.
 #[derive(Debug)]
@@ -63,7 +64,10 @@ pub fn decode(code: &str, max_module_bytes: usize) -> Result<ModuleCode, CodeErr
 fn classify(bytes: Vec<u8>) -> Result<ModuleCode, CodeError> {
     if bytes.starts_with(WASM_MAGIC) {
         let sha256 = wasm_artifact::sha256_hex(&bytes);
-        return Ok(ModuleCode::Portable { wasm: bytes, sha256 });
+        return Ok(ModuleCode::Portable {
+            wasm: bytes,
+            sha256,
+        });
     }
     if Envelope::is_envelope(&bytes) {
         return Ok(ModuleCode::Precompiled(Envelope::parse(&bytes)?));
@@ -75,13 +79,17 @@ fn classify(bytes: Vec<u8>) -> Result<ModuleCode, CodeError> {
 fn describe_foreign(bytes: &[u8]) -> String {
     if bytes.starts_with(ELF_MAGIC) {
         "the code is a bare native artifact (ELF) without our signed envelope; precompile it with wasm-precompile or upload portable Wasm".into()
+    } else if bytes.starts_with(WASMER_ARTIFACT_MAGIC) {
+        "the code is a bare wasmer artifact without our signed envelope; precompile it with wasm-precompile --runtime wasmer".into()
     } else if bytes.starts_with(WAMR_AOT_MAGIC) {
         "the code is a bare WAMR AOT file without our envelope; precompile it with wasm-precompile --runtime wamr".into()
     } else if bytes.starts_with(b"(module") || bytes.starts_with(b"(component") {
         "the code is WebAssembly text; compile it to a binary .wasm first".into()
     } else {
         let head: String = bytes.iter().take(8).map(|b| format!("{b:02x}")).collect();
-        format!("the code is not a WebAssembly module or a wasm-precompile artifact (starts with {head})")
+        format!(
+            "the code is not a WebAssembly module or a wasm-precompile artifact (starts with {head})"
+        )
     }
 }
 
@@ -90,18 +98,21 @@ fn is_module(head: &[u8]) -> bool {
 }
 
 fn single_module_from_zip(bytes: &[u8], max_module_bytes: usize) -> Result<Vec<u8>, CodeError> {
-    let mut archive =
-        zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(|e| CodeError::Zip(e.to_string()))?;
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes))
+        .map_err(|e| CodeError::Zip(e.to_string()))?;
     let mut modules = Vec::new();
     let mut others = Vec::new();
     for index in 0..archive.len() {
-        let mut entry = archive.by_index(index).map_err(|e| CodeError::Zip(e.to_string()))?;
+        let mut entry = archive
+            .by_index(index)
+            .map_err(|e| CodeError::Zip(e.to_string()))?;
         if entry.is_dir() {
             continue;
         }
         let name = entry.name().to_owned();
         let mut head = [0u8; 8];
-        let read = read_up_to(&mut entry, &mut head).map_err(|e| CodeError::Zip(format!("{name}: {e}")))?;
+        let read = read_up_to(&mut entry, &mut head)
+            .map_err(|e| CodeError::Zip(format!("{name}: {e}")))?;
         if is_module(&head[..read]) {
             modules.push((index, name));
         } else {
@@ -116,7 +127,9 @@ fn single_module_from_zip(bytes: &[u8], max_module_bytes: usize) -> Result<Vec<u
         })),
         1 => {
             let (index, name) = &modules[0];
-            let entry = archive.by_index(*index).map_err(|e| CodeError::Zip(e.to_string()))?;
+            let entry = archive
+                .by_index(*index)
+                .map_err(|e| CodeError::Zip(e.to_string()))?;
             let mut out = Vec::with_capacity((entry.size() as usize).min(max_module_bytes));
             // Read one byte past the limit so an oversized (or zip-bomb) entry is detected.
             entry
@@ -132,7 +145,11 @@ fn single_module_from_zip(bytes: &[u8], max_module_bytes: usize) -> Result<Vec<u
         }
         count => Err(CodeError::SeveralModules {
             count,
-            names: modules.into_iter().map(|(_, n)| n).collect::<Vec<_>>().join(", "),
+            names: modules
+                .into_iter()
+                .map(|(_, n)| n)
+                .collect::<Vec<_>>()
+                .join(", "),
         }),
     }
 }
@@ -162,7 +179,8 @@ mod tests {
         use std::io::Write;
         let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
         for (name, data) in entries {
-            w.start_file(*name, zip::write::SimpleFileOptions::default()).unwrap();
+            w.start_file(*name, zip::write::SimpleFileOptions::default())
+                .unwrap();
             w.write_all(data).unwrap();
         }
         w.finish().unwrap().into_inner()
@@ -171,26 +189,56 @@ mod tests {
     #[test]
     fn bare_and_zipped_modules_decode() {
         let wasm = b"\0asm\x01\0\0\0";
-        assert!(matches!(decode(&b64(wasm), LIMIT), Ok(ModuleCode::Portable { .. })));
+        assert!(matches!(
+            decode(&b64(wasm), LIMIT),
+            Ok(ModuleCode::Portable { .. })
+        ));
         let zipped = zip_of(&[("README", b"hi"), ("action.wasm", wasm)]);
-        assert!(matches!(decode(&b64(&zipped), LIMIT), Ok(ModuleCode::Portable { .. })));
+        assert!(matches!(
+            decode(&b64(&zipped), LIMIT),
+            Ok(ModuleCode::Portable { .. })
+        ));
         // base64 split over lines, as some tools write it
-        let wrapped = b64(wasm).chars().map(|c| format!("{c}\n")).collect::<String>();
-        assert!(matches!(decode(&wrapped, LIMIT), Ok(ModuleCode::Portable { .. })));
+        let wrapped = b64(wasm)
+            .chars()
+            .map(|c| format!("{c}\n"))
+            .collect::<String>();
+        assert!(matches!(
+            decode(&wrapped, LIMIT),
+            Ok(ModuleCode::Portable { .. })
+        ));
     }
 
     #[test]
     fn bad_code_is_refused_with_a_reason() {
-        assert!(matches!(decode("not base64!!", LIMIT), Err(CodeError::Base64(_))));
+        assert!(matches!(
+            decode("not base64!!", LIMIT),
+            Err(CodeError::Base64(_))
+        ));
         assert!(matches!(decode("", LIMIT), Err(CodeError::Empty)));
-        assert!(matches!(decode(&b64(b"PK\x03\x04garbage"), LIMIT), Err(CodeError::Zip(_))));
-        let two = zip_of(&[("a.wasm", b"\0asm\x01\0\0\0"), ("b.wasm", b"\0asm\x01\0\0\0")]);
-        assert!(matches!(decode(&b64(&two), LIMIT), Err(CodeError::SeveralModules { count: 2, .. })));
+        assert!(matches!(
+            decode(&b64(b"PK\x03\x04garbage"), LIMIT),
+            Err(CodeError::Zip(_))
+        ));
+        let two = zip_of(&[
+            ("a.wasm", b"\0asm\x01\0\0\0"),
+            ("b.wasm", b"\0asm\x01\0\0\0"),
+        ]);
+        assert!(matches!(
+            decode(&b64(&two), LIMIT),
+            Err(CodeError::SeveralModules { count: 2, .. })
+        ));
         let none = zip_of(&[("main.py", b"print(1)")]);
         let err = decode(&b64(&none), LIMIT).unwrap_err().to_string();
         assert!(err.contains("main.py"), "{err}");
-        let elf = decode(&b64(b"\x7fELF\x02\x01\x01"), LIMIT).unwrap_err().to_string();
+        let elf = decode(&b64(b"\x7fELF\x02\x01\x01"), LIMIT)
+            .unwrap_err()
+            .to_string();
         assert!(elf.contains("ELF"), "{elf}");
+        let wasmer = decode(&b64(b"wasmer-universal\0\0\0\0"), LIMIT)
+            .unwrap_err()
+            .to_string();
+        assert!(wasmer.contains("bare wasmer artifact"), "{wasmer}");
         let text = decode(&b64(b"hello world"), LIMIT).unwrap_err().to_string();
         assert!(text.contains("not a WebAssembly module"), "{text}");
     }
@@ -200,6 +248,9 @@ mod tests {
         let mut big = b"\0asm\x01\0\0\0".to_vec();
         big.resize(LIMIT + 10, 0);
         let zipped = zip_of(&[("big.wasm", &big)]);
-        assert!(matches!(decode(&b64(&zipped), LIMIT), Err(CodeError::TooLarge { .. })));
+        assert!(matches!(
+            decode(&b64(&zipped), LIMIT),
+            Err(CodeError::TooLarge { .. })
+        ));
     }
 }

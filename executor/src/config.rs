@@ -36,7 +36,11 @@ pub struct Config {
     pub max_memory_mb: u64,
 
     /// Time limit (ms) for activations that carry no deadline and whose /init gives no timeout.
-    #[arg(long, env = "WASM_EXECUTOR_DEFAULT_TIMEOUT_MS", default_value_t = 60_000)]
+    #[arg(
+        long,
+        env = "WASM_EXECUTOR_DEFAULT_TIMEOUT_MS",
+        default_value_t = 60_000
+    )]
     pub default_timeout_ms: u64,
 
     /// Log bytes kept per activation (MB) when /init gives no `limits.logs`.
@@ -48,7 +52,11 @@ pub struct Config {
     pub api_host: String,
 
     /// Directory for compiled-module caches (created if absent).
-    #[arg(long, env = "WASM_EXECUTOR_CACHE_DIR", default_value = "/tmp/wasm-executor-cache")]
+    #[arg(
+        long,
+        env = "WASM_EXECUTOR_CACHE_DIR",
+        default_value = "/tmp/wasm-executor-cache"
+    )]
     pub cache_dir: PathBuf,
 
     /// Largest request body (MB); an /init carries the base64 of the whole action.
@@ -56,7 +64,11 @@ pub struct Config {
     pub max_body_mb: usize,
 
     /// Public key (PEM) whose signatures on precompiled artifacts are trusted; repeatable.
-    #[arg(long = "trusted-key", env = "WASM_EXECUTOR_TRUSTED_KEYS", value_delimiter = ',')]
+    #[arg(
+        long = "trusted-key",
+        env = "WASM_EXECUTOR_TRUSTED_KEYS",
+        value_delimiter = ','
+    )]
     pub trusted_keys: Vec<PathBuf>,
 
     /// Load precompiled artifacts that carry no signature. Precompiled artifacts are native
@@ -70,7 +82,11 @@ pub struct Config {
 
     /// Hosts (`host` or `host:port`) the HTTP GET capability may reach even when they resolve
     /// to loopback or private addresses; `*` allows every host. Public hosts are always allowed.
-    #[arg(long = "net-allow", env = "WASM_EXECUTOR_NET_ALLOW", value_delimiter = ',')]
+    #[arg(
+        long = "net-allow",
+        env = "WASM_EXECUTOR_NET_ALLOW",
+        value_delimiter = ','
+    )]
     pub net_allow: Vec<String>,
 
     /// Timeout (ms) of one HTTP GET made by a guest (also bounded by the activation deadline).

@@ -270,8 +270,10 @@ mod tests {
         let pending = PendingLogs::default();
         pending.append_activation(&capture.finish());
         let text = pending.drain();
-        let lines: Vec<serde_json::Value> =
-            text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
         assert_eq!(lines.len(), 3);
         assert_eq!(lines[0]["log"], "hello\n");
         assert_eq!(lines[0]["stream"], "stderr");

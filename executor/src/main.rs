@@ -25,13 +25,17 @@ use crate::{config::Config, service::Executor};
 
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
         .with_writer(std::io::stderr)
         .init();
     let config = Config::parse();
     let trusted_keys = TrustedKeys::load(&config.trusted_keys)?;
     if config.allow_unsigned_artifacts {
-        tracing::warn!("unsigned precompiled artifacts will be loaded: only for trusted action authors");
+        tracing::warn!(
+            "unsigned precompiled artifacts will be loaded: only for trusted action authors"
+        );
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -43,13 +43,37 @@ impl Default for Metrics {
         let pool_queued = Gauge::default();
         let rejected = Counter::default();
         registry.register("activations", "Activations by outcome", activations.clone());
-        registry.register("inits", "Container initializations by outcome", inits.clone());
-        registry.register("init_duration_seconds", "Time to initialize a container", init_seconds.clone());
-        registry.register("run_duration_seconds", "Time to run an activation", run_seconds.clone());
+        registry.register(
+            "inits",
+            "Container initializations by outcome",
+            inits.clone(),
+        );
+        registry.register(
+            "init_duration_seconds",
+            "Time to initialize a container",
+            init_seconds.clone(),
+        );
+        registry.register(
+            "run_duration_seconds",
+            "Time to run an activation",
+            run_seconds.clone(),
+        );
         registry.register("containers", "Initialized containers", containers.clone());
-        registry.register("pool_running", "Guest jobs running on the blocking pool", pool_running.clone());
-        registry.register("pool_queued", "Guest jobs waiting for a pool slot", pool_queued.clone());
-        registry.register("rejected", "Requests refused with 503 because the pool was full", rejected.clone());
+        registry.register(
+            "pool_running",
+            "Guest jobs running on the blocking pool",
+            pool_running.clone(),
+        );
+        registry.register(
+            "pool_queued",
+            "Guest jobs waiting for a pool slot",
+            pool_queued.clone(),
+        );
+        registry.register(
+            "rejected",
+            "Requests refused with 503 because the pool was full",
+            rejected.clone(),
+        );
         Metrics {
             registry,
             activations,
@@ -66,7 +90,9 @@ impl Default for Metrics {
 
 impl Metrics {
     pub fn activation(&self, outcome: &'static str, took: Duration) {
-        self.activations.get_or_create(&OutcomeLabel { outcome }).inc();
+        self.activations
+            .get_or_create(&OutcomeLabel { outcome })
+            .inc();
         self.run_seconds.observe(took.as_secs_f64());
     }
 

@@ -82,7 +82,9 @@ impl HttpGetter {
         let remaining = deadline.saturating_duration_since(Instant::now());
         let timeout = self.timeout.min(remaining);
         if timeout.is_zero() {
-            return Err(HttpGetError::RequestFailed("the activation deadline has passed".into()));
+            return Err(HttpGetError::RequestFailed(
+                "the activation deadline has passed".into(),
+            ));
         }
         let mut response = self
             .agent
@@ -108,10 +110,8 @@ impl HttpGetter {
     /// Public hosts are always allowed; hosts resolving to loopback, private, link-local or
     /// other non-global addresses only when the operator listed them (or `*`).
     fn check_permitted(&self, url: &str) -> Result<(), HttpGetError> {
-        let uri: ureq::http::Uri = url
-            .parse()
-            .map_err(|e| HttpGetError::NotPermitted(format!("invalid URL {url:?}: {e}")))?;
-        let default_port = match uri.scheme_str() {
+        let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+        let default_port = match scheme.as_deref() {
             Some("http") => 80,
             Some("https") => 443,
             _ => {
@@ -120,6 +120,9 @@ impl HttpGetter {
                 )));
             }
         };
+        let uri: ureq::http::Uri = url
+            .parse()
+            .map_err(|e| HttpGetError::NotPermitted(format!("invalid URL {url:?}: {e}")))?;
         let host = uri
             .host()
             .ok_or_else(|| HttpGetError::NotPermitted(format!("URL {url:?} has no host")))?
@@ -195,13 +198,33 @@ mod tests {
     #[test]
     fn internal_hosts_need_the_operator() {
         let g = getter(&[]);
-        for url in ["http://127.0.0.1:8080/", "http://localhost/", "http://10.1.2.3/", "http://[::1]/"] {
-            assert!(matches!(g.check_permitted(url), Err(HttpGetError::NotPermitted(_))), "{url}");
+        for url in [
+            "http://127.0.0.1:8080/",
+            "http://localhost/",
+            "http://10.1.2.3/",
+            "http://[::1]/",
+        ] {
+            assert!(
+                matches!(g.check_permitted(url), Err(HttpGetError::NotPermitted(_))),
+                "{url}"
+            );
         }
-        assert!(matches!(g.check_permitted("ftp://example.com/"), Err(HttpGetError::NotPermitted(_))));
-        assert!(matches!(g.check_permitted("not a url"), Err(HttpGetError::NotPermitted(_))));
-        getter(&["127.0.0.1:8080"]).check_permitted("http://127.0.0.1:8080/x").unwrap();
-        assert!(getter(&["127.0.0.1:8080"]).check_permitted("http://127.0.0.1:9/").is_err());
+        assert!(matches!(
+            g.check_permitted("ftp://example.com/"),
+            Err(HttpGetError::NotPermitted(_))
+        ));
+        assert!(matches!(
+            g.check_permitted("not a url"),
+            Err(HttpGetError::NotPermitted(_))
+        ));
+        getter(&["127.0.0.1:8080"])
+            .check_permitted("http://127.0.0.1:8080/x")
+            .unwrap();
+        assert!(
+            getter(&["127.0.0.1:8080"])
+                .check_permitted("http://127.0.0.1:9/")
+                .is_err()
+        );
         getter(&["*"]).check_permitted("http://10.0.0.1/").unwrap();
     }
 

@@ -87,9 +87,83 @@ pub fn interpret(exit: GuestExit, captured: &mut Captured, timeout_ms: u64) -> R
 impl RunResponse {
     pub fn outcome(&self) -> Outcome {
         match self {
-            RunResponse::Result(Value::Object(map)) if map.contains_key("error") => Outcome::ApplicationError,
+            RunResponse::Result(Value::Object(map)) if map.contains_key("error") => {
+                Outcome::ApplicationError
+            }
             RunResponse::Result(_) => Outcome::Success,
             RunResponse::ActionError { outcome, .. } => *outcome,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::logs::{OutputCapture, Stream};
+
+    fn captured(stdout: &str) -> Captured {
+        let capture = OutputCapture::new(1 << 20);
+        capture.write(Stream::Stdout, stdout.as_bytes());
+        capture.finish()
+    }
+
+    #[test]
+    fn exit_zero_with_an_object_is_the_result() {
+        let mut c = captured("log\n{\"a\":1}\n");
+        let r = interpret(GuestExit::Exited(0), &mut c, 100);
+        assert!(matches!(&r, RunResponse::Result(v) if v["a"] == 1));
+        assert_eq!(r.outcome(), Outcome::Success);
+        assert_eq!(c.lines.len(), 1, "only the log line stays");
+    }
+
+    #[test]
+    fn an_error_field_is_an_application_error_not_a_failure() {
+        let mut c = captured("{\"error\":\"no\"}");
+        let r = interpret(GuestExit::Exited(0), &mut c, 100);
+        assert_eq!(r.outcome(), Outcome::ApplicationError);
+    }
+
+    #[test]
+    fn failures_have_openwhisk_texts() {
+        let cases = [
+            (GuestExit::Exited(0), "[1,", NOT_A_DICTIONARY.to_owned()),
+            (GuestExit::Exited(0), "7", NOT_A_DICTIONARY.to_owned()),
+            (
+                GuestExit::Exited(3),
+                "{}",
+                "The action exited with status 3 and produced no result.".to_owned(),
+            ),
+            (
+                GuestExit::TimedOut,
+                "",
+                "The action exceeded its time limits of 250 milliseconds.".to_owned(),
+            ),
+            (
+                GuestExit::MemoryExhausted,
+                "",
+                "The action exhausted its memory and was aborted.".to_owned(),
+            ),
+        ];
+        for (exit, out, expected) in cases {
+            let mut c = captured(out);
+            match interpret(exit, &mut c, 250) {
+                RunResponse::ActionError { message, .. } => assert_eq!(message, expected),
+                other => panic!("expected an error, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_trap_keeps_its_details_in_the_logs() {
+        let mut c = captured("");
+        let r = interpret(
+            GuestExit::Trapped("wasm trap: unreachable\nbacktrace line".into()),
+            &mut c,
+            1,
+        );
+        assert!(
+            matches!(r, RunResponse::ActionError { ref message, .. } if message == "The action trapped: wasm trap: unreachable")
+        );
+        assert_eq!(c.lines.len(), 2);
     }
 }

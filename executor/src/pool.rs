@@ -66,7 +66,10 @@ impl ExecutionPool {
     }
 
     /// Runs `job` on a pool thread once a slot is free, waiting in the bounded queue if needed.
-    pub async fn run<R: Send + 'static>(&self, job: impl FnOnce() -> R + Send + 'static) -> Result<R, PoolError> {
+    pub async fn run<R: Send + 'static>(
+        &self,
+        job: impl FnOnce() -> R + Send + 'static,
+    ) -> Result<R, PoolError> {
         let permit = self.admit().await?;
         let (tx, rx) = oneshot::channel();
         let job: Job = Box::new(move || {
@@ -135,7 +138,10 @@ mod tests {
         while pool.queued() == 0 {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        assert!(matches!(pool.run(|| 8).await, Err(PoolError::Overloaded { .. })));
+        assert!(matches!(
+            pool.run(|| 8).await,
+            Err(PoolError::Overloaded { .. })
+        ));
         release_tx.send(()).unwrap();
         assert!(busy.await.unwrap().is_ok());
         assert_eq!(queued.await.unwrap().unwrap(), 7);

@@ -115,8 +115,10 @@ mod tests {
 
     #[test]
     fn annotations_accept_strings_and_booleans() {
-        let v: InitValue =
-            serde_json::from_str(r#"{"annotations":{"net_access":"true","dir":"/tmp/x","other":1}}"#).unwrap();
+        let v: InitValue = serde_json::from_str(
+            r#"{"annotations":{"net_access":"true","dir":"/tmp/x","other":1}}"#,
+        )
+        .unwrap();
         assert!(v.annotations.net_access);
         assert_eq!(v.annotations.dir.as_deref(), Some("/tmp/x"));
     }

@@ -85,7 +85,10 @@ impl<C> Registry<C> {
     }
 
     pub fn ready_count(&self) -> usize {
-        self.slots().values().filter(|s| matches!(s, Slot::Ready(_))).count()
+        self.slots()
+            .values()
+            .filter(|s| matches!(s, Slot::Ready(_)))
+            .count()
     }
 }
 

@@ -12,7 +12,9 @@ use tracing::Instrument;
 use wasm_artifact::{TrustedKeys, host_target};
 
 use crate::{
-    backend::{ActiveBackend, Activation, Backend, BackendSettings, ModuleSpec, PrepareError, PrepareInput},
+    backend::{
+        Activation, ActiveBackend, Backend, BackendSettings, ModuleSpec, PrepareError, PrepareInput,
+    },
     capabilities,
     code::{self, ModuleCode},
     config::Config,
@@ -80,7 +82,11 @@ impl Executor {
             max_instances: config.max_concurrent,
             max_memory_bytes: config.max_memory_mb << 20,
         })?;
-        let pool = ExecutionPool::new(config.pool_threads, config.max_concurrent, config.queue_depth)?;
+        let pool = ExecutionPool::new(
+            config.pool_threads,
+            config.max_concurrent,
+            config.queue_depth,
+        )?;
         let net = Arc::new(HttpGetter::new(
             config.net_allow.clone(),
             Duration::from_millis(config.net_timeout_ms),
@@ -115,25 +121,46 @@ impl Executor {
     }
 
     pub fn render_metrics(&self) -> String {
-        self.metrics
-            .render(self.containers.ready_count(), self.pool.running(), self.pool.queued())
+        self.metrics.render(
+            self.containers.ready_count(),
+            self.pool.running(),
+            self.pool.queued(),
+        )
     }
 
-    pub async fn init(self: &Arc<Self>, id: &str, request: InitRequest) -> Result<(), ServiceError> {
+    pub async fn init(
+        self: &Arc<Self>,
+        id: &str,
+        request: InitRequest,
+    ) -> Result<(), ServiceError> {
         let started = Instant::now();
         let result = self.init_inner(id, request).await;
         self.metrics.init(result.is_ok(), started.elapsed());
         match &result {
-            Ok(()) => tracing::info!(container = id, took_us = started.elapsed().as_micros() as u64, "initialized"),
+            Ok(()) => tracing::info!(
+                container = id,
+                took_us = started.elapsed().as_micros() as u64,
+                "initialized"
+            ),
             Err(error) => tracing::info!(container = id, %error, "init refused"),
         }
         result
     }
 
-    async fn init_inner(self: &Arc<Self>, id: &str, request: InitRequest) -> Result<(), ServiceError> {
+    async fn init_inner(
+        self: &Arc<Self>,
+        id: &str,
+        request: InitRequest,
+    ) -> Result<(), ServiceError> {
         let value = request.value.unwrap_or_default();
-        let code = value.code.filter(|c| !c.trim().is_empty()).ok_or(ServiceError::Refused(MISSING_CODE))?;
-        let reservation = self.containers.reserve(id).ok_or(ServiceError::Refused(MORE_THAN_ONCE))?;
+        let code = value
+            .code
+            .filter(|c| !c.trim().is_empty())
+            .ok_or(ServiceError::Refused(MISSING_CODE))?;
+        let reservation = self
+            .containers
+            .reserve(id)
+            .ok_or(ServiceError::Refused(MORE_THAN_ONCE))?;
 
         let memory_mb = value.limits.memory.unwrap_or(self.config.default_memory_mb);
         if memory_mb == 0 || memory_mb > self.config.max_memory_mb {
@@ -143,10 +170,15 @@ impl Executor {
             )));
         }
         let dir = match value.annotations.dir.as_deref() {
-            Some(requested) => Some(capabilities::grant_dir(requested, &self.config.dir_root).map_err(ServiceError::InitFailed)?),
+            Some(requested) => Some(
+                capabilities::grant_dir(requested, &self.config.dir_root)
+                    .map_err(ServiceError::InitFailed)?,
+            ),
             None => None,
         };
-        let entry = value.main.filter(|m| !m.is_empty() && m != "main" && m != "_start");
+        let entry = value
+            .main
+            .filter(|m| !m.is_empty() && m != "main" && m != "_start");
         let spec = ModuleSpec {
             entry,
             dir,
@@ -165,7 +197,8 @@ impl Executor {
             .limits
             .timeout
             .map_or(self.config.default_timeout(), Duration::from_millis);
-        let log_limit_bytes = (value.limits.logs.unwrap_or(self.config.default_log_mb) << 20) as usize;
+        let log_limit_bytes =
+            (value.limits.logs.unwrap_or(self.config.default_log_mb) << 20) as usize;
 
         let this = Arc::clone(self);
         let max_module_bytes = self.config.max_body_mb << 20;
@@ -214,11 +247,23 @@ impl Executor {
         })
     }
 
-    pub async fn run(self: &Arc<Self>, id: &str, request: RunRequest) -> Result<RunResponse, ServiceError> {
+    pub async fn run(
+        self: &Arc<Self>,
+        id: &str,
+        request: RunRequest,
+    ) -> Result<RunResponse, ServiceError> {
         let container = match self.containers.lookup(id) {
             Lookup::Ready(container) => container,
-            Lookup::Initializing => return Err(ServiceError::NotFound(format!("container {id} is still initializing"))),
-            Lookup::Unknown => return Err(ServiceError::NotFound(format!("container {id} is not initialized"))),
+            Lookup::Initializing => {
+                return Err(ServiceError::NotFound(format!(
+                    "container {id} is still initializing"
+                )));
+            }
+            Lookup::Unknown => {
+                return Err(ServiceError::NotFound(format!(
+                    "container {id} is not initialized"
+                )));
+            }
         };
         let activation_id = request
             .context
@@ -227,9 +272,9 @@ impl Executor {
             .unwrap_or_default();
         let span = tracing::info_span!("run", container = id, activation = %activation_id);
         let started = Instant::now();
-        let activation = self.activation(&container, &request);
+        let (activation, limit) = self.activation(&container, &request);
         let backend = Arc::clone(&self.backend);
-        let timeout_ms = container.timeout.as_millis() as u64;
+        let timeout_ms = limit.as_millis() as u64;
         let worker_container = Arc::clone(&container);
         let run = self.pool.run(move || {
             let exit = backend.run(&worker_container.module, &activation);
@@ -250,25 +295,34 @@ impl Executor {
         let took = started.elapsed();
         let outcome = response.outcome();
         self.metrics.activation(outcome.label(), took);
-        span.in_scope(|| tracing::debug!(outcome = outcome.label(), took_us = took.as_micros() as u64, "activation ended"));
+        span.in_scope(|| {
+            tracing::debug!(
+                outcome = outcome.label(),
+                took_us = took.as_micros() as u64,
+                "activation ended"
+            )
+        });
         Ok(response)
     }
 
-    fn activation(&self, container: &Container, request: &RunRequest) -> Activation {
+    /// The activation for the backend, and its time limit: what remains until the run's
+    /// `deadline`, else the container's timeout.
+    fn activation(&self, container: &Container, request: &RunRequest) -> (Activation, Duration) {
         // Later entries win: the run's __OW_* override the init's.
         let mut env: BTreeMap<String, String> = container.env.iter().cloned().collect();
         env.extend(request.activation_env());
-        let deadline = match request.deadline_epoch_ms() {
-            Some(epoch_ms) => Instant::now() + Duration::from_millis(epoch_ms.saturating_sub(now_epoch_ms())),
-            None => Instant::now() + container.timeout,
+        let limit = match request.deadline_epoch_ms() {
+            Some(epoch_ms) => Duration::from_millis(epoch_ms.saturating_sub(now_epoch_ms())),
+            None => container.timeout,
         };
-        Activation {
+        let activation = Activation {
             program_name: container.program_name.clone(),
             params: request.value.to_string(),
             env: env.into_iter().collect(),
-            deadline,
+            deadline: Instant::now() + limit,
             output: OutputCapture::new(container.log_limit_bytes),
-        }
+        };
+        (activation, limit)
     }
 
     pub fn destroy(&self, id: &str) -> Result<(), ServiceError> {
@@ -277,14 +331,18 @@ impl Executor {
                 tracing::info!(container = id, "destroyed");
                 Ok(())
             }
-            None => Err(ServiceError::NotFound(format!("container {id} does not exist"))),
+            None => Err(ServiceError::NotFound(format!(
+                "container {id} does not exist"
+            ))),
         }
     }
 
     pub fn logs(&self, id: &str) -> Result<String, ServiceError> {
         match self.containers.lookup(id) {
             Lookup::Ready(container) => Ok(container.logs.drain()),
-            _ => Err(ServiceError::NotFound(format!("container {id} does not exist"))),
+            _ => Err(ServiceError::NotFound(format!(
+                "container {id} does not exist"
+            ))),
         }
     }
 }

@@ -8,13 +8,41 @@ use wasm_artifact::{Envelope, RuntimeId};
 
 use crate::{logs::OutputCapture, net::HttpGetter};
 
-#[cfg(not(any(feature = "wasmtime")))]
-compile_error!("enable exactly one runtime backend feature: `wasmtime`");
+// Exactly one runtime per build: none is an error, and so is every pair. `wasmer` and
+// `wasmer-headless` are two builds of one backend (`wasmer-runtime` is what they share).
+#[cfg(not(any(
+    feature = "wasmtime",
+    feature = "wasmer",
+    feature = "wasmer-headless",
+    feature = "wamr"
+)))]
+compile_error!(
+    "enable exactly one runtime backend feature: `wasmtime`, `wasmer`, `wasmer-headless` or `wamr`"
+);
+#[cfg(all(feature = "wasmtime", feature = "wasmer-runtime"))]
+compile_error!(
+    "the features `wasmtime` and `wasmer`/`wasmer-headless` are exclusive: enable one runtime backend"
+);
+#[cfg(all(feature = "wasmtime", feature = "wamr"))]
+compile_error!("the features `wasmtime` and `wamr` are exclusive: enable one runtime backend");
+#[cfg(all(feature = "wasmer-runtime", feature = "wamr"))]
+compile_error!(
+    "the features `wasmer`/`wasmer-headless` and `wamr` are exclusive: enable one runtime backend"
+);
+#[cfg(all(feature = "wasmer", feature = "wasmer-headless"))]
+compile_error!(
+    "the features `wasmer` and `wasmer-headless` are exclusive: pick the build with or without a compiler"
+);
 
 #[cfg(feature = "wasmtime")]
 mod wasmtime;
 #[cfg(feature = "wasmtime")]
 pub use self::wasmtime::WasmtimeBackend as ActiveBackend;
+
+#[cfg(feature = "wasmer-runtime")]
+mod wasmer;
+#[cfg(feature = "wasmer-runtime")]
+pub use self::wasmer::WasmerBackend as ActiveBackend;
 
 /// Settings every backend receives when the executor starts.
 #[derive(Debug, Clone)]
@@ -85,6 +113,8 @@ pub enum PrepareError {
     #[error("the module has no exported function `{0}` to use as the entry point")]
     MissingEntry(String),
     #[error("internal error while preparing the module: {0:#}")]
+    // wasmer's prepare has no failure of its own that is not the module's.
+    #[cfg_attr(feature = "wasmer-runtime", allow(dead_code))]
     Internal(anyhow::Error),
 }
 
@@ -107,7 +137,11 @@ pub trait Backend: Send + Sync + Sized + 'static {
     fn new(settings: &BackendSettings) -> anyhow::Result<Self>;
 
     /// Deserializes or compiles (through the cache) and links the module. Blocking.
-    fn prepare(&self, input: PrepareInput<'_>, spec: &ModuleSpec) -> Result<Self::Module, PrepareError>;
+    fn prepare(
+        &self,
+        input: PrepareInput<'_>,
+        spec: &ModuleSpec,
+    ) -> Result<Self::Module, PrepareError>;
 
     /// Runs one activation in a fresh instance of `module`. Blocking.
     fn run(&self, module: &Self::Module, activation: &Activation) -> GuestExit;

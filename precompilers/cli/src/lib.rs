@@ -70,11 +70,18 @@ fn run<C: Compiler>(compiler: &C, args: Args) -> anyhow::Result<()> {
         );
     }
     if args.native_cpu && args.target != host_target() {
-        bail!("--native-cpu only applies when compiling for this machine ({})", host_target());
+        bail!(
+            "--native-cpu only applies when compiling for this machine ({})",
+            host_target()
+        );
     }
-    let wasm = std::fs::read(&args.input).with_context(|| format!("reading {}", args.input.display()))?;
+    let wasm =
+        std::fs::read(&args.input).with_context(|| format!("reading {}", args.input.display()))?;
     if !wasm.starts_with(b"\0asm") {
-        bail!("{} is not a WebAssembly binary module", args.input.display());
+        bail!(
+            "{} is not a WebAssembly binary module",
+            args.input.display()
+        );
     }
     let payload = compiler
         .compile(&wasm, &args.target, args.native_cpu)
@@ -91,7 +98,10 @@ fn run<C: Compiler>(compiler: &C, args: Args) -> anyhow::Result<()> {
     let artifact_name = format!("{stem}.{}-{arch}.owart", C::RUNTIME);
     let bytes = envelope.to_bytes();
     let (bytes, default_name) = if args.zip {
-        (package::zip_single(&artifact_name, &bytes)?, format!("{stem}.{}-{arch}.zip", C::RUNTIME))
+        (
+            package::zip_single(&artifact_name, &bytes)?,
+            format!("{stem}.{}-{arch}.zip", C::RUNTIME),
+        )
     } else {
         (bytes, artifact_name)
     };
@@ -105,9 +115,17 @@ fn run<C: Compiler>(compiler: &C, args: Args) -> anyhow::Result<()> {
         envelope.header.runtime,
         envelope.header.runtime_version,
         envelope.header.target,
-        if args.native_cpu { " (this CPU's features)" } else { "" },
+        if args.native_cpu {
+            " (this CPU's features)"
+        } else {
+            ""
+        },
         bytes.len(),
-        if envelope.is_signed() { "signed" } else { "unsigned" },
+        if envelope.is_signed() {
+            "signed"
+        } else {
+            "unsigned"
+        },
         args.input.display(),
         wasm.len()
     );

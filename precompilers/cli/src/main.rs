@@ -9,7 +9,11 @@ use clap::{Parser, Subcommand};
 use wasm_artifact::{OperatorKey, RuntimeId};
 
 #[derive(Debug, Parser)]
-#[command(name = "wasm-precompile", version, about = "Precompile WebAssembly actions for the executor")]
+#[command(
+    name = "wasm-precompile",
+    version,
+    about = "Precompile WebAssembly actions for the executor"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -51,7 +55,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let private = out.with_extension("pem");
             let public = out.with_extension("pub");
             write_private(&private, &key.private_pem())?;
-            std::fs::write(&public, key.public_pem()).with_context(|| format!("writing {}", public.display()))?;
+            std::fs::write(&public, key.public_pem())
+                .with_context(|| format!("writing {}", public.display()))?;
             println!(
                 "private key {} (sign with --sign-key), public key {} (give to wasm-executor --trusted-key)",
                 private.display(),
@@ -76,7 +81,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .args(&args)
                 .status()
                 .with_context(|| format!("running {}", binary.display()))?;
-            Ok(ExitCode::from(status.code().unwrap_or(1).clamp(0, 255) as u8))
+            Ok(ExitCode::from(
+                status.code().unwrap_or(1).clamp(0, 255) as u8
+            ))
         }
     }
 }

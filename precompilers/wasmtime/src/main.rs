@@ -22,7 +22,7 @@ impl Compiler for Wasmtime {
             config.target(target)?;
         }
         debug_assert!(!native_cpu || target == host_target());
-        Engine::new(&config)?.precompile_module(wasm)
+        Ok(Engine::new(&config)?.precompile_module(wasm)?)
     }
 }
 

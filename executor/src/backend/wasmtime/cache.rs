@@ -26,7 +26,8 @@ pub enum Source {
 impl ModuleCache {
     pub fn new(engine: &Engine, root: &Path) -> anyhow::Result<Self> {
         let dir = root.join("wasmtime");
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating cache directory {}", dir.display()))?;
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("creating cache directory {}", dir.display()))?;
         restrict_to_owner(&dir)?;
         let mut hasher = DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
@@ -38,7 +39,12 @@ impl ModuleCache {
 
     /// The compiled module for `wasm`: from the cache when present and loadable, else
     /// compiled now and written to the cache (atomically, so readers never see half a file).
-    pub fn load_or_compile(&self, engine: &Engine, wasm: &[u8], sha256: &str) -> anyhow::Result<(Module, Source)> {
+    pub fn load_or_compile(
+        &self,
+        engine: &Engine,
+        wasm: &[u8],
+        sha256: &str,
+    ) -> anyhow::Result<(Module, Source)> {
         let path = self.dir.join(format!("{sha256}-{}.cwasm", self.engine_key));
         if path.exists() {
             // SAFETY: the file was written by this cache from a module this engine compiled;

@@ -1,8 +1,8 @@
 //! The `openwhisk::http_get` / `openwhisk::http_read` imports for wasmtime: marshalling between
 //! guest memory and the shared [`crate::net::HttpGetter`]. Linked only for `net_access` actions.
 
-use wasmtime::{error::Context as _, format_err};
 use wasmtime::{Caller, Linker, Memory};
+use wasmtime::{error::Context as _, format_err};
 
 use super::RunState;
 use crate::net::{IMPORT_MODULE, code};
@@ -21,10 +21,17 @@ pub fn add_to_linker(linker: &mut Linker<RunState>) -> wasmtime::Result<()> {
     linker.func_wrap(
         IMPORT_MODULE,
         "http_get",
-        |mut caller: Caller<'_, RunState>, url_ptr: u32, url_len: u32, status_ptr: u32, len_ptr: u32| -> wasmtime::Result<i32> {
+        |mut caller: Caller<'_, RunState>,
+         url_ptr: u32,
+         url_len: u32,
+         status_ptr: u32,
+         len_ptr: u32|
+         -> wasmtime::Result<i32> {
             let memory = guest_memory(&mut caller)?;
             if url_len > MAX_URL_BYTES {
-                return Err(format_err!("http_get: URL longer than {MAX_URL_BYTES} bytes"));
+                return Err(format_err!(
+                    "http_get: URL longer than {MAX_URL_BYTES} bytes"
+                ));
             }
             let mut url = vec![0u8; url_len as usize];
             memory
@@ -32,7 +39,10 @@ pub fn add_to_linker(linker: &mut Linker<RunState>) -> wasmtime::Result<()> {
                 .context("http_get: URL out of bounds")?;
             let url = String::from_utf8_lossy(&url).into_owned();
             let state = caller.data();
-            let getter = state.net.clone().ok_or_else(|| format_err!("http_get without net_access"))?;
+            let getter = state
+                .net
+                .clone()
+                .ok_or_else(|| format_err!("http_get without net_access"))?;
             let (result, status, bytes) = match getter.get(&url, state.deadline) {
                 Ok(response) => (code::OK, u32::from(response.status), response.body),
                 Err(error) => (error.code(), 0, error.to_string().into_bytes()),
@@ -54,13 +64,22 @@ pub fn add_to_linker(linker: &mut Linker<RunState>) -> wasmtime::Result<()> {
         |mut caller: Caller<'_, RunState>, buf_ptr: u32, buf_len: u32| -> wasmtime::Result<i32> {
             let memory = guest_memory(&mut caller)?;
             let held = std::mem::take(&mut caller.data_mut().held);
-            let chunk = (held.bytes.len() - held.read).min(buf_len as usize).min(i32::MAX as usize);
+            let chunk = (held.bytes.len() - held.read)
+                .min(buf_len as usize)
+                .min(i32::MAX as usize);
             memory
-                .write(&mut caller, buf_ptr as usize, &held.bytes[held.read..held.read + chunk])
+                .write(
+                    &mut caller,
+                    buf_ptr as usize,
+                    &held.bytes[held.read..held.read + chunk],
+                )
                 .context("http_read: buffer out of bounds")?;
             let read = held.read + chunk;
             if read < held.bytes.len() {
-                caller.data_mut().held = HeldBody { bytes: held.bytes, read };
+                caller.data_mut().held = HeldBody {
+                    bytes: held.bytes,
+                    read,
+                };
             }
             Ok(chunk as i32)
         },

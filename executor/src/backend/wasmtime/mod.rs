@@ -9,11 +9,16 @@ mod stdio;
 use std::{sync::Arc, time::Instant};
 
 use wasm_artifact::RuntimeId;
-use wasmtime::{Engine, ExternType, InstancePre, Linker, Module, ResourceLimiter, Store, Trap, Val};
+use wasmtime::{
+    Engine, ExternType, InstancePre, Linker, Module, ResourceLimiter, Store, Trap, Val,
+};
 use wasmtime_wasi::{FsPerms, I32Exit, WasiCtxBuilder, p1::WasiP1Ctx, p2::pipe::MemoryInputPipe};
 
 use self::{cache::ModuleCache, http_import::HeldBody, stdio::CaptureStream};
-use super::{Activation, Backend, BackendSettings, GuestExit, ModuleSpec, PrepareError, PrepareInput, missing_import_hint};
+use super::{
+    Activation, Backend, BackendSettings, GuestExit, ModuleSpec, PrepareError, PrepareInput,
+    missing_import_hint,
+};
 use crate::{logs::Stream, net::HttpGetter};
 
 pub struct WasmtimeBackend {
@@ -45,7 +50,12 @@ struct MemoryLimiter {
 }
 
 impl ResourceLimiter for MemoryLimiter {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         if desired as u64 > self.limit_bytes {
             self.exceeded = true;
             return Ok(false);
@@ -53,7 +63,12 @@ impl ResourceLimiter for MemoryLimiter {
         Ok(true)
     }
 
-    fn table_growing(&mut self, _current: usize, _desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        _desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         Ok(true)
     }
 }
@@ -67,31 +82,47 @@ impl Backend for WasmtimeBackend {
         let (engine, allocator) = engine::build(settings)?;
         engine::start_ticker(engine.clone())?;
         let cache = ModuleCache::new(&engine, &settings.cache_dir)?;
-        tracing::info!(allocator, slots = settings.max_instances, "wasmtime engine ready");
+        tracing::info!(
+            allocator,
+            slots = settings.max_instances,
+            "wasmtime engine ready"
+        );
         Ok(WasmtimeBackend { engine, cache })
     }
 
-    fn prepare(&self, input: PrepareInput<'_>, spec: &ModuleSpec) -> Result<PreparedModule, PrepareError> {
+    fn prepare(
+        &self,
+        input: PrepareInput<'_>,
+        spec: &ModuleSpec,
+    ) -> Result<PreparedModule, PrepareError> {
         let module = match input {
             PrepareInput::Portable { wasm, sha256 } => {
                 let (module, source) = self
                     .cache
                     .load_or_compile(&self.engine, wasm, sha256)
-                    .map_err(|e| PrepareError::Invalid(format!("the module does not compile: {e:#}")))?;
+                    .map_err(|e| {
+                        PrepareError::Invalid(format!("the module does not compile: {e:#}"))
+                    })?;
                 tracing::debug!(?source, sha256, "portable module ready");
                 module
             }
             // SAFETY: the envelope was verified (signature or explicit operator trust, runtime,
             // version, target, payload hash) before we got here; wasmtime checks its own header.
-            PrepareInput::Precompiled(envelope) => unsafe { Module::deserialize(&self.engine, &envelope.payload) }
-                .map_err(|e| PrepareError::Invalid(format!("the artifact does not load in this executor: {e:#}")))?,
+            PrepareInput::Precompiled(envelope) => {
+                unsafe { Module::deserialize(&self.engine, &envelope.payload) }.map_err(|e| {
+                    PrepareError::Invalid(format!(
+                        "the artifact does not load in this executor: {e:#}"
+                    ))
+                })?
+            }
         };
         let entry = resolve_entry(&module, spec.entry.as_deref())?;
         let mut linker: Linker<RunState> = Linker::new(&self.engine);
         wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |s: &mut RunState| &mut s.wasi)
             .map_err(|e| PrepareError::Internal(e.into()))?;
         if spec.net.is_some() {
-            http_import::add_to_linker(&mut linker).map_err(|e| PrepareError::Internal(e.into()))?;
+            http_import::add_to_linker(&mut linker)
+                .map_err(|e| PrepareError::Internal(e.into()))?;
         }
         check_imports(&self.engine, &linker, &module)?;
         let pre = linker
@@ -128,7 +159,11 @@ impl Backend for WasmtimeBackend {
 }
 
 impl WasmtimeBackend {
-    fn new_store(&self, module: &PreparedModule, activation: &Activation) -> wasmtime::Result<Store<RunState>> {
+    fn new_store(
+        &self,
+        module: &PreparedModule,
+        activation: &Activation,
+    ) -> wasmtime::Result<Store<RunState>> {
         let mut wasi = WasiCtxBuilder::new();
         wasi.arg(&activation.program_name)
             .arg(&activation.params)
@@ -180,7 +215,11 @@ fn resolve_entry(module: &Module, requested: Option<&str>) -> Result<String, Pre
 }
 
 /// Names the first import the linker does not provide, with a hint when an annotation would.
-fn check_imports(engine: &Engine, linker: &Linker<RunState>, module: &Module) -> Result<(), PrepareError> {
+fn check_imports(
+    engine: &Engine,
+    linker: &Linker<RunState>,
+    module: &Module,
+) -> Result<(), PrepareError> {
     let mut probe = Store::new(
         engine,
         RunState {
@@ -195,7 +234,9 @@ fn check_imports(engine: &Engine, linker: &Linker<RunState>, module: &Module) ->
         },
     );
     for import in module.imports() {
-        if matches!(import.ty(), ExternType::Func(_)) && linker.get_by_import(&mut probe, &import).is_none() {
+        if matches!(import.ty(), ExternType::Func(_))
+            && linker.get_by_import(&mut probe, &import).is_none()
+        {
             return Err(PrepareError::MissingImport {
                 module: import.module().to_owned(),
                 name: import.name().to_owned(),

@@ -63,7 +63,11 @@ impl OutputStream for CaptureStream {
 }
 
 impl tokio::io::AsyncWrite for CaptureStream {
-    fn poll_write(self: Pin<&mut Self>, _cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         self.capture.write(self.stream, buf);
         Poll::Ready(Ok(buf.len()))
     }

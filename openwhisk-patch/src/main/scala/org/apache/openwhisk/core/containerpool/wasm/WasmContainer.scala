@@ -54,6 +54,7 @@ final case class WasmExecutorUnreachable(message: String) extends Exception(mess
  * @param createdFor  the action the container was created for, when OpenWhisk said so at creation
  *                    (used when `initialize` is not given the action, as on the scheduler path)
  * @param baseEnv     environment a Docker runtime would get at start (`__OW_API_HOST`, operator extras)
+ * @param capacityRetryFor how long to keep sending /init or /run while the executor answers 503
  */
 class WasmContainer(protected val id: ContainerId,
                     protected[core] val addr: ContainerAddress,
@@ -120,7 +121,7 @@ class WasmContainer(protected val id: ContainerId,
    * Sends `/init` or `/run` to this container's route in the executor. Answers become
    * OpenWhisk's ContainerResponse, so the trait interprets them exactly as for a Docker
    * runtime; a 503 stays a 503, which the trait turns into ContainerHealthError (OpenWhisk's
-   * reschedule path), after retrying for `capacityRetryFor` if the operator allows it.
+   * reschedule path), once the client has retried for `capacityRetryFor`.
    */
   override protected def callContainer(path: String,
                                        body: JsObject,
@@ -131,36 +132,27 @@ class WasmContainer(protected val id: ContainerId,
                                        retry: Boolean,
                                        reschedule: Boolean)(implicit transid: TransactionId): Future[RunResult] = {
     val started = Instant.now
-    val retryUntil = (capacityRetryFor min timeout).fromNow
-
-    def attempt(backoff: FiniteDuration): Future[ExecutorOutcome] =
-      executor
-        .post(id.asString, path.stripPrefix("/"), body, timeout, maxResponse.toBytes, truncation.toBytes)
-        .flatMap {
-          case ExecutorOutcome.Reschedule(_) if retryUntil.timeLeft > backoff =>
-            org.apache.pekko.pattern.after(backoff)(attempt((backoff * 2) min 1.second))
-          case outcome => Future.successful(outcome)
+    executor
+      .post(id.asString, path.stripPrefix("/"), body, timeout, maxResponse.toBytes, truncation.toBytes, capacityRetryFor)
+      .flatMap { outcome =>
+        val interval = Interval(started, Instant.now)
+        outcome match {
+          case ExecutorOutcome.Answered(status, text, truncated) =>
+            val cut = truncated.map(t => (t.actualBytes.B, t.maxBytes.B))
+            Future.successful(RunResult(interval, Right(ContainerResponse(status, text, cut))))
+          case ExecutorOutcome.Reschedule(text) =>
+            logging.warn(this, s"wasm executor at capacity for $id ($path): $text")
+            Future.successful(RunResult(interval, Right(ContainerResponse(503, text, None))))
+          case u: ExecutorOutcome.Unreachable =>
+            logging.error(this, s"${u.message} ($path of $id)")
+            Future.failed(WasmExecutorUnreachable(u.message))
+          case ExecutorOutcome.TimedOut(after) =>
+            Future.successful(RunResult(interval, Left(Timeout(new TimeoutException(s"no answer from $id within $after")))))
+          case ExecutorOutcome.NoResponse(reason) =>
+            logging.warn(this, s"no usable answer from wasm executor for $id ($path): $reason")
+            Future.successful(RunResult(interval, Left(NoResponseReceived())))
         }
-
-    attempt(25.millis).flatMap { outcome =>
-      val interval = Interval(started, Instant.now)
-      outcome match {
-        case ExecutorOutcome.Answered(status, text, truncated) =>
-          val cut = truncated.map(t => (t.actualBytes.B, t.maxBytes.B))
-          Future.successful(RunResult(interval, Right(ContainerResponse(status, text, cut))))
-        case ExecutorOutcome.Reschedule(text) =>
-          logging.warn(this, s"wasm executor at capacity for $id ($path): $text")
-          Future.successful(RunResult(interval, Right(ContainerResponse(503, text, None))))
-        case u: ExecutorOutcome.Unreachable =>
-          logging.error(this, s"${u.message} ($path of $id)")
-          Future.failed(WasmExecutorUnreachable(u.message))
-        case ExecutorOutcome.TimedOut(after) =>
-          Future.successful(RunResult(interval, Left(Timeout(new TimeoutException(s"no answer from $id within $after")))))
-        case ExecutorOutcome.NoResponse(reason) =>
-          logging.warn(this, s"no usable answer from wasm executor for $id ($path): $reason")
-          Future.successful(RunResult(interval, Left(NoResponseReceived())))
       }
-    }
   }
 
   /**

@@ -63,6 +63,12 @@ final class ExecutorClient(val config: WasmExecutorConfig)(implicit system: Acto
       // /init and /run are not idempotent: never send one twice.
       .withMaxRetries(0)
       .withKeepAliveTimeout(config.keepAliveTimeout)
+      // After failed connection attempts the pool waits before trying again, doubling the wait
+      // up to this bound (default: 2 minutes). Queued requests wait too, so a restarted executor
+      // would stay unused, and every activation meanwhile would time out instead of failing
+      // fast with "unreachable". The executor is local; retry soon.
+      .withBaseConnectionBackoff(10.millis)
+      .withMaxConnectionBackoff(200.millis)
   }
 
   private val jsonAccept = Accept(MediaTypes.`application/json`)
@@ -78,19 +84,34 @@ final class ExecutorClient(val config: WasmExecutorConfig)(implicit system: Acto
   /**
    * POSTs `body` to `/{id}/{action}` (`init` or `run`) and waits at most `timeout` plus the
    * configured slack. An answer longer than `maxResponseBytes` is cut to `truncationBytes`.
+   *
+   * While the executor answers 503 (at capacity), the request is sent again with growing pauses
+   * for up to `capacityRetryFor`, never past `timeout`: the executor turns a request away before
+   * running anything, so sending it again is safe. A 503 after that is returned as Reschedule.
    */
   def post(id: String,
            action: String,
            body: JsValue,
            timeout: FiniteDuration,
            maxResponseBytes: Long,
-           truncationBytes: Long): Future[ExecutorOutcome] = {
-    val request = HttpRequest(
-      HttpMethods.POST,
-      url(id, action),
-      headers = List(jsonAccept),
-      entity = HttpEntity(ContentTypes.`application/json`, body.compactPrint))
-    send(request, timeout + config.requestSlack, maxResponseBytes, truncationBytes)
+           truncationBytes: Long,
+           capacityRetryFor: FiniteDuration = Duration.Zero): Future[ExecutorOutcome] = {
+    val target = url(id, action)
+    val entity = HttpEntity(ContentTypes.`application/json`, body.compactPrint)
+    val deadline = timeout.fromNow
+    val retryUntil = (capacityRetryFor min timeout).fromNow
+
+    def attempt(pause: FiniteDuration): Future[ExecutorOutcome] = {
+      val request = HttpRequest(HttpMethods.POST, target, headers = List(jsonAccept), entity = entity)
+      val left = if (deadline.hasTimeLeft()) deadline.timeLeft else Duration.Zero
+      send(request, left + config.requestSlack, maxResponseBytes, truncationBytes).flatMap {
+        case Reschedule(_) if retryUntil.timeLeft > pause =>
+          org.apache.pekko.pattern.after(pause)(attempt((pause * 2) min ExecutorClient.MaxCapacityPause))
+        case TimedOut(_) => Future.successful(TimedOut(timeout + config.requestSlack))
+        case outcome     => Future.successful(outcome)
+      }
+    }
+    attempt(ExecutorClient.FirstCapacityPause)
   }
 
   /** `POST /{id}/init` with `{"value": value}`. */
@@ -102,8 +123,9 @@ final class ExecutorClient(val config: WasmExecutorConfig)(implicit system: Acto
           body: JsObject,
           timeout: FiniteDuration,
           maxResponseBytes: Long,
-          truncationBytes: Long): Future[ExecutorOutcome] =
-    post(id, "run", body, timeout, maxResponseBytes, truncationBytes)
+          truncationBytes: Long,
+          capacityRetryFor: FiniteDuration = Duration.Zero): Future[ExecutorOutcome] =
+    post(id, "run", body, timeout, maxResponseBytes, truncationBytes, capacityRetryFor)
 
   /** `POST /{id}/destroy`; an unknown container (404) counts as destroyed. */
   def destroy(id: String): Future[Unit] = {
@@ -215,6 +237,10 @@ final class ExecutorClient(val config: WasmExecutorConfig)(implicit system: Acto
 }
 
 object ExecutorClient {
+
+  /** Pauses between sends while the executor is at capacity: short at first, as slots free up fast. */
+  val FirstCapacityPause: FiniteDuration = 25.millis
+  val MaxCapacityPause: FiniteDuration = 1.second
 
   /**
    * True for failures that mean "no executor there" or "it went away mid-request": refused or

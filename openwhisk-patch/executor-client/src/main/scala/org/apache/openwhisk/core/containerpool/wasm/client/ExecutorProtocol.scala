@@ -143,7 +143,21 @@ object ExecutorOutcome {
 
   /** No connection could be made, or it broke before an answer: the executor is down or crashed. */
   final case class Unreachable(url: String, cause: Throwable) extends ExecutorOutcome {
-    def message: String = s"The wasm executor at $url is unreachable: ${Option(cause.getMessage).getOrElse(cause.toString)}"
+    def message: String = s"The wasm executor at $url is unreachable: ${Unreachable.rootCause(cause)}"
+  }
+
+  object Unreachable {
+
+    /** The innermost cause, e.g. "java.net.ConnectException: Connection refused", not the wrappers' noise. */
+    def rootCause(t: Throwable): String = {
+      var e = t
+      var depth = 0
+      while (e.getCause != null && (e.getCause ne e) && depth < 10) {
+        e = e.getCause
+        depth += 1
+      }
+      Option(e.getMessage).map(m => s"${e.getClass.getName}: $m").getOrElse(e.getClass.getName)
+    }
   }
 
   /** No answer within the time limit of the request. */

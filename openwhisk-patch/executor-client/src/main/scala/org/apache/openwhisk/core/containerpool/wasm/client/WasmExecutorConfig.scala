@@ -45,9 +45,12 @@ import scala.concurrent.duration._
  * @param maxLogLineBytes     longest single log line accepted from the executor
  * @param cleanupTimeout      overall bound for removing leftover containers at start and stop
  * @param capacityRetryFor    how long the invoker retries /init or /run (with backoff, never past
- *                            the action's time limit) while the executor answers 503 "at
- *                            capacity", before handing the 503 to OpenWhisk's reschedule path;
- *                            zero (the default) hands it over at once
+ *                            the action's time limit, which the waiting counts against) while
+ *                            the executor answers 503 "at capacity", before handing the 503 to
+ *                            OpenWhisk's reschedule path (ContainerHealthError). Zero hands it
+ *                            over at once; but OpenWhisk re-runs only activations of resumed
+ *                            containers there, and drops the others (the client gets a 202 and
+ *                            no result), so the default waits for the executor instead.
  */
 final case class WasmExecutorConfig(url: String = "http://127.0.0.1:9000",
                                     connectTimeout: FiniteDuration = 2.seconds,
@@ -61,7 +64,7 @@ final case class WasmExecutorConfig(url: String = "http://127.0.0.1:9000",
                                     logPollInterval: FiniteDuration = 20.milliseconds,
                                     maxLogLineBytes: Int = 16 * 1024 * 1024,
                                     cleanupTimeout: FiniteDuration = 30.seconds,
-                                    capacityRetryFor: FiniteDuration = Duration.Zero) {
+                                    capacityRetryFor: FiniteDuration = 30.seconds) {
   require(url.startsWith("http://"), s"whisk.wasm-executor.url must be an http:// URL, got '$url'")
   require(maxConnections > 0, "whisk.wasm-executor.max-connections must be > 0")
   require(

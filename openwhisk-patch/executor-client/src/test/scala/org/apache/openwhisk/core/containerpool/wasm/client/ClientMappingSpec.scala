@@ -28,6 +28,7 @@ import java.nio.charset.StandardCharsets.UTF_8
 import java.util.concurrent.atomic.AtomicInteger
 
 import org.apache.pekko.actor.ActorSystem
+import org.apache.pekko.http.scaladsl.Http
 import org.scalatest.BeforeAndAfterAll
 import org.scalatest.flatspec.AnyFlatSpec
 import org.scalatest.matchers.should.Matchers
@@ -38,8 +39,8 @@ import scala.concurrent.duration._
 import scala.util.Try
 
 /** A tiny HTTP/1.1 server that answers each request as `script(method, path, body)` says. */
-final class ScriptedServer(script: (String, String, String, OutputStream, Socket) => Unit) {
-  private val server = new ServerSocket(0)
+final class ScriptedServer(script: (String, String, String, OutputStream, Socket) => Unit, fixedPort: Int = 0) {
+  private val server = new ServerSocket(fixedPort)
   val port: Int = server.getLocalPort
   val url = s"http://127.0.0.1:$port"
 
@@ -107,6 +108,7 @@ class ClientMappingSpec extends AnyFlatSpec with Matchers with BeforeAndAfterAll
   implicit private val system: ActorSystem = ActorSystem("client-mapping-spec")
 
   private val logCalls = new AtomicInteger(0)
+  private val busyCalls = new AtomicInteger(0)
   private def logLine(stream: String, text: String) = LogLine("t", stream, text).toJson.compactPrint
   private val sentinelLines = Seq("stdout", "stderr").map(logLine(_, ExecutorLogs.Sentinel + "\n"))
 
@@ -114,6 +116,8 @@ class ClientMappingSpec extends AnyFlatSpec with Matchers with BeforeAndAfterAll
     path match {
       case "/c1/run" if body.contains("\"mode\":\"ok\"") => respond(out, 200, """{"ok":true}""")
       case "/c1/run" if body.contains("\"mode\":\"busy\"") => respond(out, 503, """{"error":"at capacity"}""")
+      case "/c1/run" if body.contains("\"mode\":\"busy-twice\"") =>
+        if (busyCalls.incrementAndGet() <= 2) respond(out, 503, """{"error":"at capacity"}""") else respond(out, 200, """{"ok":true}""")
       case "/c1/run" if body.contains("\"mode\":\"trap\"") => respond(out, 502, """{"error":"wasm trap: unreachable"}""")
       case "/c1/run" if body.contains("\"mode\":\"chunked\"") => respond(out, 200, """{"ok":true}""", contentLength = false)
       case "/c1/run" if body.contains("\"mode\":\"big\"") => respond(out, 200, s"""{"data":"${"x" * 5000}"}""")
@@ -140,6 +144,7 @@ class ClientMappingSpec extends AnyFlatSpec with Matchers with BeforeAndAfterAll
 
   override def afterAll(): Unit = {
     server.close()
+    Await.ready(Http().shutdownAllConnectionPools(), 10.seconds)
     Await.ready(system.terminate(), 10.seconds)
   }
 
@@ -158,6 +163,16 @@ class ClientMappingSpec extends AnyFlatSpec with Matchers with BeforeAndAfterAll
 
   it should "turn 503 into a distinct reschedule outcome" in {
     run("busy") shouldBe Reschedule("""{"error":"at capacity"}""")
+  }
+
+  it should "retry a 503 within the allowed time, and no longer" in {
+    val ok = client.post("c1", "run", JsObject("value" -> JsObject("mode" -> JsString("busy-twice"))), 5.seconds, 1000, 1000, 5.seconds)
+    Await.result(ok, 10.seconds) shouldBe Answered(200, """{"ok":true}""", None)
+    busyCalls.get shouldBe 3
+    val start = System.nanoTime()
+    val busy = client.post("c1", "run", JsObject("value" -> JsObject("mode" -> JsString("busy"))), 5.seconds, 1000, 1000, 300.millis)
+    Await.result(busy, 10.seconds) shouldBe a[Reschedule]
+    (System.nanoTime() - start).nanos should (be >= 200.millis and be < 2.seconds)
   }
 
   it should "treat an answer without Content-Length as no answer, as OpenWhisk does" in {
@@ -181,6 +196,23 @@ class ClientMappingSpec extends AnyFlatSpec with Matchers with BeforeAndAfterAll
     outcome shouldBe an[Unreachable]
     outcome.asInstanceOf[Unreachable].message should include(s"127.0.0.1:$closedPort")
     an[ExecutorRequestFailed] should be thrownBy Await.result(nobody.destroy("c1"), 10.seconds)
+  }
+
+  it should "fail fast while the executor is down and use it again soon after it is back" in {
+    val port = TestExecutor.freePort()
+    val later = new ExecutorClient(WasmExecutorConfig(url = s"http://127.0.0.1:$port"))
+    def ask() = Await.result(later.run("c1", JsObject("value" -> JsObject("mode" -> JsString("ok"))), 5.seconds, 1000, 1000), 10.seconds)
+    for (_ <- 1 to 6) {
+      val start = System.nanoTime()
+      ask() shouldBe an[Unreachable]
+      (System.nanoTime() - start).nanos should be < 1.second
+    }
+    val back = new ScriptedServer((_, _, _, out, _) => respond(out, 200, """{"ok":true}"""), port)
+    try {
+      val start = System.nanoTime()
+      ask() shouldBe Answered(200, """{"ok":true}""", None)
+      (System.nanoTime() - start).nanos should be < 2.seconds
+    } finally back.close()
   }
 
   it should "give up after the time limit" in {

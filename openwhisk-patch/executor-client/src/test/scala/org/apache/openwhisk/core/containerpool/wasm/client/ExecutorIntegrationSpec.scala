@@ -25,6 +25,7 @@ package org.apache.openwhisk.core.containerpool.wasm.client
 import java.util.concurrent.atomic.AtomicInteger
 
 import org.apache.pekko.actor.ActorSystem
+import org.apache.pekko.http.scaladsl.Http
 import org.scalatest.BeforeAndAfterAll
 import org.scalatest.flatspec.AnyFlatSpec
 import org.scalatest.matchers.should.Matchers
@@ -94,7 +95,10 @@ class ExecutorIntegrationSpec extends AnyFlatSpec with Matchers with BeforeAndAf
     case other       => fail(s"expected an answer, got $other")
   }
 
-  override def afterAll(): Unit = Await.ready(system.terminate(), 10.seconds)
+  override def afterAll(): Unit = {
+    Await.ready(Http().shutdownAllConnectionPools(), 10.seconds)
+    Await.ready(system.terminate(), 10.seconds)
+  }
 
   behavior of "the executor, driven by the client"
 
@@ -204,10 +208,10 @@ class ExecutorIntegrationSpec extends AnyFlatSpec with Matchers with BeforeAndAf
   it should "run activations of one container concurrently up to its concurrency limit" in {
     val id = deployed("loop", limits = InitLimits(256, 60.seconds, 8, None))
     val start = System.nanoTime()
-    val all = await(Future.sequence((1 to 8).map(_ => client.run(id, runBody(JsObject("ms" -> JsNumber(300))), 60.seconds, MB, MB / 2))))
+    val all = await(Future.sequence((1 to 8).map(_ => client.run(id, runBody(JsObject("ms" -> JsNumber(500))), 60.seconds, MB, MB / 2))))
     all.foreach(o => answered(o).status shouldBe 200)
-    // eight 300 ms activations one after another would take 2.4 s
-    (System.nanoTime() - start).nanos should be < 2.seconds
+    // eight 500 ms activations one after another would take 4 s
+    (System.nanoTime() - start).nanos should be < 3.seconds
     await(client.destroy(id))
   }
 
@@ -224,6 +228,15 @@ class ExecutorIntegrationSpec extends AnyFlatSpec with Matchers with BeforeAndAf
       await(c.run(id, runBody(JsObject()), 60.seconds, MB, MB / 2)) shouldBe a[Reschedule]
       answered(await(busy)).status shouldBe 200
       answered(await(c.run(id, runBody(JsObject()), 60.seconds, MB, MB / 2))).status shouldBe 200
+
+      // allowed to retry, the second activation waits for the slot instead
+      val first = c.run(id, runBody(JsObject("ms" -> JsNumber(1000))), 60.seconds, MB, MB / 2)
+      Thread.sleep(300)
+      val start = System.nanoTime()
+      val second = await(c.run(id, runBody(JsObject()), 60.seconds, MB, MB / 2, capacityRetryFor = 10.seconds))
+      answered(second).status shouldBe 200
+      (System.nanoTime() - start).nanos should be > 400.millis
+      answered(await(first)).status shouldBe 200
     } finally small.stop()
   }
 

@@ -1,0 +1,210 @@
+//! The time limit. Wasmer has no epoch interruption; instead of instrumenting compiled code
+//! (metering would cost throughput and would have to be compiled into every artifact
+//! identically), a watchdog thread interrupts a guest past its deadline with wasmer's host
+//! interrupt: a signal to the guest's thread that unwinds the Wasm stack with a trap.
+//!
+//! A signal is only safe while the thread runs guest code. Wasmer itself runs a little of its
+//! own code on the guest's stack right after each host call returns (it takes a lock there), so
+//! the watchdog never signals a guest that may be near a host call:
+//! - every host function counts itself on entry, and after the deadline ends the activation
+//!   itself, at entry or at exit, without returning to the guest ([`RunClock::enter`],
+//!   [`RunClock::leave`]);
+//! - the watchdog signals only a guest that made no host call during a quiet period after
+//!   the deadline, i.e. one that is computing, and signals again while it keeps running
+//!   (delivery is best effort).
+//!
+//! A guest in a loop is therefore stopped at most `TICK + QUIET` (plus scheduling) after its
+//! deadline, and guest code pays nothing: no instruction is added to it.
+
+use std::{
+    collections::BTreeMap,
+    sync::{
+        Arc, Condvar, Mutex,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use anyhow::Context;
+use wasmer::Interrupter;
+
+use super::host::HostStop;
+
+/// How long a guest past its deadline must make no host call before it is signalled: far
+/// longer than the few instructions wasmer runs after a host call, even if the thread is
+/// descheduled for a while in between.
+const QUIET: Duration = Duration::from_millis(10);
+
+/// How often a guest still running after a signal is signalled again.
+const RETRY: Duration = Duration::from_millis(10);
+
+/// The deadline of one activation and what its host functions report to the watchdog.
+#[derive(Debug)]
+pub struct RunClock {
+    deadline: Instant,
+    host_calls: AtomicU64,
+    in_host: AtomicBool,
+    signalled: AtomicBool,
+}
+
+impl RunClock {
+    pub fn new(deadline: Instant) -> Self {
+        RunClock {
+            deadline,
+            host_calls: AtomicU64::new(0),
+            in_host: AtomicBool::new(false),
+            signalled: AtomicBool::new(false),
+        }
+    }
+
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// True when the watchdog interrupted the guest (its trap is then the time limit).
+    pub fn signalled(&self) -> bool {
+        self.signalled.load(Ordering::SeqCst)
+    }
+
+    /// Called first by every host function.
+    pub fn enter(&self) -> Result<(), HostStop> {
+        self.host_calls.fetch_add(1, Ordering::SeqCst);
+        self.in_host.store(true, Ordering::SeqCst);
+        if Instant::now() >= self.deadline {
+            self.in_host.store(false, Ordering::SeqCst);
+            return Err(HostStop::Deadline);
+        }
+        Ok(())
+    }
+
+    /// Called last by every host function: past the deadline the guest is not resumed.
+    pub fn leave(&self) -> Result<(), HostStop> {
+        let late = Instant::now() >= self.deadline;
+        self.in_host.store(false, Ordering::SeqCst);
+        if late {
+            Err(HostStop::Deadline)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+struct Watched {
+    clock: Arc<RunClock>,
+    interrupter: Interrupter,
+    /// When to look at this activation next.
+    next: Instant,
+    /// Host calls counted at the last look after the deadline.
+    seen_calls: Option<u64>,
+}
+
+#[derive(Default)]
+struct Shared {
+    watched: Mutex<BTreeMap<u64, Watched>>,
+    changed: Condvar,
+}
+
+/// The watchdog thread and its list of running activations.
+#[derive(Clone)]
+pub struct Watchdog {
+    shared: Arc<Shared>,
+    next_id: Arc<AtomicU64>,
+}
+
+/// Keeps an activation watched; dropping it (when the run ends) stops the watching.
+pub struct Watch {
+    shared: Arc<Shared>,
+    id: u64,
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let mut watched = self
+            .shared
+            .watched
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        watched.remove(&self.id);
+    }
+}
+
+impl Watchdog {
+    pub fn start() -> anyhow::Result<Self> {
+        let shared = Arc::new(Shared::default());
+        let thread_shared = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("wasm-deadlines".into())
+            .spawn(move || watch_forever(&thread_shared))
+            .context("starting the deadline watchdog")?;
+        Ok(Watchdog {
+            shared,
+            next_id: Arc::new(AtomicU64::new(0)),
+        })
+    }
+
+    /// Watches an activation until the returned guard is dropped.
+    pub fn watch(&self, clock: Arc<RunClock>, interrupter: Interrupter) -> Watch {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let next = clock.deadline;
+        let mut watched = self
+            .shared
+            .watched
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        watched.insert(
+            id,
+            Watched {
+                clock,
+                interrupter,
+                next,
+                seen_calls: None,
+            },
+        );
+        drop(watched);
+        self.shared.changed.notify_one();
+        Watch {
+            shared: Arc::clone(&self.shared),
+            id,
+        }
+    }
+}
+
+fn watch_forever(shared: &Shared) {
+    let mut watched = shared.watched.lock().unwrap_or_else(|p| p.into_inner());
+    loop {
+        let now = Instant::now();
+        for entry in watched.values_mut() {
+            if entry.next <= now {
+                look(entry, now);
+            }
+        }
+        watched = match watched.values().map(|w| w.next).min() {
+            Some(next) => {
+                shared
+                    .changed
+                    .wait_timeout(watched, next.saturating_duration_since(Instant::now()))
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0
+            }
+            None => shared
+                .changed
+                .wait(watched)
+                .unwrap_or_else(|p| p.into_inner()),
+        };
+    }
+}
+
+/// One look at an activation past its deadline: signal it if it has been computing without a
+/// host call since the last look, else look again after another quiet period.
+fn look(entry: &mut Watched, now: Instant) {
+    let calls = entry.clock.host_calls.load(Ordering::SeqCst);
+    let quiet = entry.seen_calls == Some(calls) && !entry.clock.in_host.load(Ordering::SeqCst);
+    if quiet {
+        entry.clock.signalled.store(true, Ordering::SeqCst);
+        entry.interrupter.interrupt();
+        entry.next = now + RETRY;
+    } else {
+        entry.next = now + QUIET;
+    }
+    entry.seen_calls = Some(calls);
+}

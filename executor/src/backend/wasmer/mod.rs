@@ -1,0 +1,204 @@
+//! The wasmer backend: modules compiled with LLVM at /init (or loaded from our cache, or
+//! deserialized from a verified artifact), checked against the imports a container provides;
+//! a fresh `Store` and instance per /run, a watchdog for the time limit (see `deadline.rs`),
+//! and memory-limiting tunables. The headless build has no compiler and takes artifacts only.
+
+#[cfg(feature = "wasmer")]
+mod cache;
+mod deadline;
+mod engine;
+mod host;
+mod http_import;
+mod imports;
+mod memory;
+mod wasi;
+
+use std::sync::Arc;
+
+use wasm_artifact::RuntimeId;
+use wasmer::{
+    Engine, ExportType, ExternType, FunctionEnv, Instance, InstantiationError, Module,
+    RuntimeError, Store, Value,
+};
+
+use self::{
+    deadline::{RunClock, Watchdog},
+    host::{HostStop, RunEnv},
+    memory::MemoryBudget,
+    wasi::WasiCtx,
+};
+use super::{
+    Activation, Backend, BackendSettings, GuestExit, ModuleSpec, PrepareError, PrepareInput,
+};
+
+pub struct WasmerBackend {
+    engine: Engine,
+    #[cfg(feature = "wasmer")]
+    cache: cache::ModuleCache,
+    watchdog: Watchdog,
+}
+
+/// A container's module, with its entry point and what the container grants it.
+pub struct PreparedModule {
+    module: Module,
+    entry: String,
+    spec: ModuleSpec,
+}
+
+impl Backend for WasmerBackend {
+    type Module = PreparedModule;
+
+    const RUNTIME: RuntimeId = RuntimeId::Wasmer;
+
+    fn new(settings: &BackendSettings) -> anyhow::Result<Self> {
+        let engine = engine::build();
+        let watchdog = Watchdog::start()?;
+        // Instances are allocated on demand (no pool to size); the memory limit is per container.
+        tracing::info!(
+            compiler = engine::HAS_COMPILER,
+            max_instances = settings.max_instances,
+            max_memory_mb = settings.max_memory_bytes >> 20,
+            "wasmer engine ready"
+        );
+        #[cfg(not(feature = "wasmer"))]
+        let _ = &settings.cache_dir;
+        Ok(WasmerBackend {
+            #[cfg(feature = "wasmer")]
+            cache: cache::ModuleCache::new(&settings.cache_dir)?,
+            engine,
+            watchdog,
+        })
+    }
+
+    fn prepare(
+        &self,
+        input: PrepareInput<'_>,
+        spec: &ModuleSpec,
+    ) -> Result<PreparedModule, PrepareError> {
+        let module = match input {
+            PrepareInput::Portable { wasm, sha256 } => self.compile(wasm, sha256)?,
+            // SAFETY: the envelope was verified before we got here (signature or the operator's
+            // explicit trust, runtime, exact version, target triple, payload hash): wasmer does
+            // not check the architecture of what it deserializes, the envelope did.
+            PrepareInput::Precompiled(envelope) => {
+                unsafe { Module::deserialize(&self.engine, envelope.payload.as_slice()) }.map_err(
+                    |e| {
+                        PrepareError::Invalid(format!(
+                            "the artifact does not load in this executor: {e}"
+                        ))
+                    },
+                )?
+            }
+        };
+        let entry = resolve_entry(&module, spec.entry.as_deref())?;
+        imports::check(&self.engine, &module, spec.net.is_some())?;
+        Ok(PreparedModule {
+            module,
+            entry,
+            spec: spec.clone(),
+        })
+    }
+
+    fn run(&self, module: &PreparedModule, activation: &Activation) -> GuestExit {
+        let clock = Arc::new(RunClock::new(activation.deadline));
+        let budget = MemoryBudget::new(module.spec.memory_limit_bytes);
+        let wasi = match WasiCtx::new(activation, module.spec.dir.as_deref()) {
+            Ok(wasi) => wasi,
+            Err(error) => return GuestExit::HostFailure(format!("{error:#}")),
+        };
+        let mut store = Store::new(self.engine.clone());
+        let env = FunctionEnv::new(
+            &mut store,
+            RunEnv {
+                memory: None,
+                wasi,
+                net: module.spec.net.clone(),
+                held: Default::default(),
+                clock: Arc::clone(&clock),
+            },
+        );
+        let imports =
+            match imports::build(&mut store, &env, &module.module, module.spec.net.is_some()) {
+                Ok(imports) => imports,
+                Err(error) => return GuestExit::HostFailure(error),
+            };
+        // Watched from before instantiation on: a start function may loop too.
+        let _watch = self.watchdog.watch(Arc::clone(&clock), store.interrupter());
+        let instance = match memory::with_budget(&budget, || {
+            Instance::new(&mut store, &module.module, &imports)
+        }) {
+            Ok(instance) => instance,
+            Err(InstantiationError::Start(error)) => return classify(error, &budget, &clock),
+            Err(_) if budget.exceeded() => return GuestExit::MemoryExhausted,
+            Err(error) => {
+                return GuestExit::HostFailure(format!("instantiating the module: {error}"));
+            }
+        };
+        env.as_mut(&mut store).memory = instance.exports.get_memory("memory").ok().cloned();
+        let func = match instance.exports.get_function(&module.entry) {
+            Ok(func) => func.clone(),
+            Err(error) => {
+                return GuestExit::HostFailure(format!("entry point `{}`: {error}", module.entry));
+            }
+        };
+        match func.call(&mut store, &[]) {
+            Ok(results) => GuestExit::Exited(match results.first() {
+                Some(Value::I32(code)) => *code,
+                _ => 0,
+            }),
+            Err(error) => classify(error, &budget, &clock),
+        }
+    }
+}
+
+impl WasmerBackend {
+    #[cfg(feature = "wasmer")]
+    fn compile(&self, wasm: &[u8], sha256: &str) -> Result<Module, PrepareError> {
+        let (module, source) = self
+            .cache
+            .load_or_compile(&self.engine, wasm, sha256)
+            .map_err(|e| PrepareError::Invalid(format!("the module does not compile: {e:#}")))?;
+        tracing::debug!(?source, sha256, "portable module ready");
+        Ok(module)
+    }
+
+    #[cfg(not(feature = "wasmer"))]
+    fn compile(&self, _wasm: &[u8], _sha256: &str) -> Result<Module, PrepareError> {
+        Err(PrepareError::Invalid(
+            "this executor is the headless wasmer build: it has no compiler and runs only artifacts precompiled by \
+             `wasm-precompile compile --runtime wasmer`; precompile the module or use the full wasmer build"
+                .into(),
+        ))
+    }
+}
+
+/// The export to call: `_start` unless `main` names another exported function.
+fn resolve_entry(module: &Module, requested: Option<&str>) -> Result<String, PrepareError> {
+    let name = requested.unwrap_or("_start");
+    let export: Option<ExportType> = module.exports().find(|e| e.name() == name);
+    match export.as_ref().map(|e| e.ty()) {
+        Some(ExternType::Function(ty)) if ty.params().is_empty() => Ok(name.to_owned()),
+        Some(ExternType::Function(_)) => Err(PrepareError::Invalid(format!(
+            "the entry point `{name}` must take no parameters"
+        ))),
+        _ => Err(PrepareError::MissingEntry(name.to_owned())),
+    }
+}
+
+fn classify(error: RuntimeError, budget: &MemoryBudget, clock: &RunClock) -> GuestExit {
+    match error.downcast_ref::<HostStop>() {
+        Some(HostStop::Exit(code)) => return GuestExit::Exited(*code),
+        Some(HostStop::Deadline) => return GuestExit::TimedOut,
+        Some(HostStop::Fault(message)) => return GuestExit::Trapped(message.clone()),
+        None => {}
+    }
+    if budget.exceeded() {
+        return GuestExit::MemoryExhausted;
+    }
+    if clock.signalled()
+        && error.clone().to_trap() == Some(wasmer::sys::vm::TrapCode::HostInterrupt)
+    {
+        return GuestExit::TimedOut;
+    }
+    GuestExit::Trapped(format!("{}\n{error:?}", error.message()))
+}

@@ -1,0 +1,258 @@
+//! Precompiled artifacts: signed ones load, anything for another runtime, version or CPU, or
+//! unsigned without the operator's explicit trust, or tampered, is refused before loading.
+//! Portable modules are compiled once and cached under their content hash.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+use wasm_artifact::{OperatorKey, RuntimeId, host_target, sha256_hex};
+
+use crate::harness::{Executor, ScratchDir, action};
+
+struct Keys {
+    dir: ScratchDir,
+}
+
+impl Keys {
+    fn new() -> Self {
+        let dir = ScratchDir::new("keys");
+        let key = OperatorKey::generate();
+        std::fs::write(dir.0.join("operator.pem"), key.private_pem()).unwrap();
+        std::fs::write(dir.0.join("operator.pub"), key.public_pem()).unwrap();
+        Keys { dir }
+    }
+
+    fn private(&self) -> PathBuf {
+        self.dir.0.join("operator.pem")
+    }
+
+    fn public(&self) -> String {
+        self.dir
+            .0
+            .join("operator.pub")
+            .to_string_lossy()
+            .into_owned()
+    }
+}
+
+/// Runs this runtime's precompiler (built next to the executor binary) on an example action.
+fn precompile(
+    runtime: &str,
+    action_name: &str,
+    target: &str,
+    key: Option<&Path>,
+    out: &Path,
+) -> Vec<u8> {
+    let binary = Path::new(env!("CARGO_BIN_EXE_wasm-executor"))
+        .with_file_name(format!("wasm-precompile-{runtime}"));
+    let input = out.with_file_name(format!("{action_name}.wasm"));
+    std::fs::write(&input, action(action_name)).unwrap();
+    let mut command = std::process::Command::new(&binary);
+    command
+        .arg(&input)
+        .args(["--target", target, "--zip", "-o"])
+        .arg(out);
+    if let Some(key) = key {
+        command.arg("--sign-key").arg(key);
+    }
+    let status = command.status().unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; build the precompiler first (make build)",
+            binary.display()
+        )
+    });
+    assert!(status.success(), "precompiling {action_name} for {target}");
+    std::fs::read(out).unwrap()
+}
+
+/// An envelope written by hand, to claim what our precompiler never would.
+fn forged_envelope(runtime: &str, version: &str, target: &str, payload: &[u8]) -> Vec<u8> {
+    let header = json!({
+        "runtime": runtime, "runtime_version": version, "target": target,
+        "payload_sha256": sha256_hex(payload), "wasm_sha256": sha256_hex(b""),
+    })
+    .to_string();
+    let mut out = wasm_artifact::MAGIC.to_vec();
+    out.extend_from_slice(&(header.len() as u32).to_le_bytes());
+    out.extend_from_slice(header.as_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+fn this_runtime(ex: &Executor) -> (String, String) {
+    let health = ex.get("/health").json();
+    (
+        health["runtime"].as_str().unwrap().to_owned(),
+        health["runtime_version"].as_str().unwrap().to_owned(),
+    )
+}
+
+#[test]
+fn signed_artifacts_load_and_run() {
+    let keys = Keys::new();
+    let ex = Executor::start_with(&["--trusted-key", &keys.public()]);
+    let (runtime, _) = this_runtime(&ex);
+    let zip = precompile(
+        &runtime,
+        "add",
+        &host_target(),
+        Some(&keys.private()),
+        &keys.dir.0.join("add.zip"),
+    );
+    ex.init_code("add", &zip, json!({})).expect(200);
+    assert_eq!(
+        ex.run("add", json!({"param1": 20, "param2": 22}))
+            .expect(200)
+            .json(),
+        json!({"result": 42})
+    );
+}
+
+#[test]
+fn unsigned_artifacts_need_the_trust_flag() {
+    let keys = Keys::new();
+    let ex = Executor::start_with(&["--trusted-key", &keys.public()]);
+    let (runtime, _) = this_runtime(&ex);
+    let zip = precompile(
+        &runtime,
+        "echo",
+        &host_target(),
+        None,
+        &keys.dir.0.join("echo.zip"),
+    );
+    let r = ex.init_code("echo", &zip, json!({}));
+    assert!(r.expect(502).error().contains("not signed"), "{}", r.text());
+
+    let trusting = Executor::start_with(&["--allow-unsigned-artifacts"]);
+    trusting.init_code("echo", &zip, json!({})).expect(200);
+    assert_eq!(
+        trusting.run("echo", json!({"a": 1})).expect(200).json(),
+        json!({"a": 1})
+    );
+}
+
+#[test]
+fn a_signature_by_another_key_or_a_tampered_payload_is_refused() {
+    let keys = Keys::new();
+    let stranger = Keys::new();
+    let ex = Executor::start_with(&[
+        "--trusted-key",
+        &keys.public(),
+        "--allow-unsigned-artifacts",
+    ]);
+    let (runtime, _) = this_runtime(&ex);
+    let zip = precompile(
+        &runtime,
+        "add",
+        &host_target(),
+        Some(&stranger.private()),
+        &keys.dir.0.join("s.zip"),
+    );
+    let r = ex.init_code("stranger", &zip, json!({}));
+    assert!(r.expect(502).error().contains("signature"), "{}", r.text());
+
+    let raw = precompile(
+        &runtime,
+        "add",
+        &host_target(),
+        None,
+        &keys.dir.0.join("t.zip"),
+    );
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(raw)).unwrap();
+    let mut artifact = Vec::new();
+    std::io::Read::read_to_end(&mut archive.by_index(0).unwrap(), &mut artifact).unwrap();
+    let last = artifact.len() - 1;
+    artifact[last] ^= 0xff;
+    let r = ex.init_code("tampered", &artifact, json!({}));
+    assert!(
+        r.expect(502).error().contains("does not match the hash"),
+        "{}",
+        r.text()
+    );
+}
+
+#[test]
+fn artifacts_for_another_cpu_runtime_or_version_are_refused() {
+    let keys = Keys::new();
+    let ex = Executor::start_with(&[
+        "--trusted-key",
+        &keys.public(),
+        "--allow-unsigned-artifacts",
+    ]);
+    let (runtime, version) = this_runtime(&ex);
+    let other_target = if host_target().starts_with("aarch64") {
+        "x86_64-unknown-linux-gnu"
+    } else {
+        "aarch64-unknown-linux-gnu"
+    };
+    let zip = precompile(
+        &runtime,
+        "add",
+        other_target,
+        Some(&keys.private()),
+        &keys.dir.0.join("arm.zip"),
+    );
+    let r = ex.init_code("cpu", &zip, json!({}));
+    assert!(r.expect(502).error().contains(other_target), "{}", r.text());
+
+    let other_runtime = RuntimeId::ALL
+        .into_iter()
+        .map(|r| r.name())
+        .find(|name| *name != runtime)
+        .unwrap();
+    let forged = forged_envelope(other_runtime, "1.0.0", &host_target(), b"native code");
+    let r = ex.init_code("runtime", &forged, json!({}));
+    assert!(
+        r.expect(502)
+            .error()
+            .contains(&format!("for {other_runtime}")),
+        "{}",
+        r.text()
+    );
+
+    let forged = forged_envelope(&runtime, "0.0.1-old", &host_target(), b"native code");
+    let r = ex.init_code("version", &forged, json!({}));
+    let error = r.expect(502).error();
+    assert!(
+        error.contains("0.0.1-old") && error.contains(&version),
+        "{error}"
+    );
+}
+
+fn files_under(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| {
+                    if e.path().is_dir() {
+                        files_under(&e.path())
+                    } else {
+                        1
+                    }
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn portable_modules_are_compiled_once_and_cached() {
+    let ex = Executor::start();
+    assert_eq!(files_under(&ex.cache.0), 0);
+    ex.init_action("first", "big");
+    let cached = files_under(&ex.cache.0);
+    assert!(cached >= 1, "the compiled module is cached");
+    ex.init_action("second", "big");
+    assert_eq!(
+        files_under(&ex.cache.0),
+        cached,
+        "the second init reuses the cache"
+    );
+    ex.run("second", json!({})).expect(200);
+    // A fresh executor with the same cache directory starts warm too.
+    let again = Executor::start_with(&["--cache-dir", ex.cache.0.to_str().unwrap()]);
+    again.init_action("third", "big");
+    assert_eq!(files_under(&ex.cache.0), cached);
+}

@@ -1,0 +1,182 @@
+//! Capabilities granted by annotations: `dir` preopens one directory below the operator's
+//! root and nothing else; `net_access` provides the HTTP GET import under the operator's policy.
+
+use std::{
+    io::{Read, Write},
+    net::TcpListener,
+};
+
+use serde_json::json;
+
+use crate::harness::{Executor, ScratchDir, action};
+
+#[test]
+fn dir_grants_one_directory_and_nothing_else() {
+    let root = ScratchDir::new("dir-root");
+    let ex = Executor::start_with(&["--dir-root", root.0.to_str().unwrap()]);
+    let granted = root.0.join("cache");
+    let dir = granted.to_str().unwrap();
+    ex.init_code(
+        "fs",
+        &action("filesys"),
+        json!({"annotations": {"dir": dir}}),
+    )
+    .expect(200);
+    let out = ex
+        .run(
+            "fs",
+            json!({"dir": dir, "file": "a.txt", "content": "kept"}),
+        )
+        .expect(200)
+        .json();
+    assert_eq!(out["read"], "kept");
+    assert_eq!(
+        std::fs::read_to_string(granted.join("a.txt")).unwrap(),
+        "kept",
+        "written on the host"
+    );
+
+    std::fs::write(root.0.join("secret"), "outside").unwrap();
+    for path in [
+        "/etc/passwd".to_owned(),
+        format!("{dir}/../secret"),
+        format!("{dir}/../../../../etc/passwd"),
+        root.0.join("secret").to_string_lossy().into_owned(),
+    ] {
+        let out = ex.run("fs", json!({"read_path": path})).expect(200).json();
+        assert!(
+            out["read_error"].is_string(),
+            "{path} must not be readable: {out}"
+        );
+    }
+    let out = ex
+        .run(
+            "fs",
+            json!({"write_path": "/tmp/escaped.txt", "content": "x"}),
+        )
+        .expect(200)
+        .json();
+    assert!(out["write_error"].is_string(), "{out}");
+
+    // A symlink inside the granted directory does not lead out of it.
+    std::os::unix::fs::symlink("/etc", granted.join("etc-link")).unwrap();
+    let out = ex
+        .run("fs", json!({"read_path": format!("{dir}/etc-link/passwd")}))
+        .expect(200)
+        .json();
+    assert!(out["read_error"].is_string(), "{out}");
+
+    // Without the annotation nothing of the filesystem is visible.
+    ex.init_action("nofs", "filesys");
+    let out = ex
+        .run("nofs", json!({"read_path": format!("{dir}/a.txt")}))
+        .expect(200)
+        .json();
+    assert!(out["read_error"].is_string(), "{out}");
+}
+
+#[test]
+fn dir_outside_the_root_is_refused_at_init() {
+    let root = ScratchDir::new("dir-root");
+    let ex = Executor::start_with(&["--dir-root", root.0.to_str().unwrap()]);
+    for dir in ["/etc", "relative/path"] {
+        let r = ex.init_code(
+            "fs",
+            &action("filesys"),
+            json!({"annotations": {"dir": dir}}),
+        );
+        assert!(r.expect(502).error().contains("dir"), "{dir}");
+    }
+    let escape = format!("{}/../etc", root.0.display());
+    let r = ex.init_code(
+        "fs",
+        &action("filesys"),
+        json!({"annotations": {"dir": escape}}),
+    );
+    assert!(r.expect(502).error().contains(".."));
+}
+
+/// A one-shot-per-connection HTTP server on loopback that answers every GET with `body`.
+fn serve(body: &'static str) -> (String, std::thread::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/hello", listener.local_addr().unwrap());
+    let handle = std::thread::spawn(move || {
+        for stream in listener.incoming().take(2) {
+            let mut stream = stream.unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let reply = format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            stream.write_all(reply.as_bytes()).unwrap();
+        }
+    });
+    (url, handle)
+}
+
+#[test]
+fn net_access_absent_means_no_import() {
+    let ex = Executor::start();
+    let r = ex.init_code("net", &action("net"), json!({}));
+    let error = r.expect(502).error();
+    assert!(
+        error.contains("openwhisk::http_get") && error.contains("net_access"),
+        "{error}"
+    );
+}
+
+#[test]
+fn net_access_performs_a_real_get_under_the_operator_policy() {
+    let (url, server) = serve("hello from the host");
+    let host = url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let ex = Executor::start_with(&["--net-allow", &host]);
+    ex.init_code(
+        "net",
+        &action("net"),
+        json!({"annotations": {"net_access": true}}),
+    )
+    .expect(200);
+    let out = ex.run("net", json!({"url": url})).expect(200).json();
+    assert_eq!(out["status"], 200, "{out}");
+    assert_eq!(out["body"], "hello from the host");
+
+    // Loopback on another port is not on the allow-list.
+    let out = ex
+        .run("net", json!({"url": "http://127.0.0.1:9/"}))
+        .expect(200)
+        .json();
+    assert!(
+        out["error"].as_str().unwrap().contains("internal address"),
+        "{out}"
+    );
+    let out = ex
+        .run("net", json!({"url": "file:///etc/passwd"}))
+        .expect(200)
+        .json();
+    assert!(out["error"].as_str().unwrap().contains("http"), "{out}");
+    drop(ex);
+    drop(server);
+}
+
+#[test]
+fn without_the_operator_allowing_it_loopback_is_unreachable() {
+    let (url, _server) = serve("private");
+    let ex = Executor::start();
+    ex.init_code(
+        "net",
+        &action("net"),
+        json!({"annotations": {"net_access": "true"}}),
+    )
+    .expect(200);
+    let out = ex.run("net", json!({"url": url})).expect(200).json();
+    assert!(
+        out["error"].as_str().unwrap().contains("internal address"),
+        "{out}"
+    );
+}

@@ -1,0 +1,320 @@
+//! Starts the executor binary of this build and talks to it over real HTTP, one new TCP
+//! connection per request as OpenWhisk's invoker does; loads the guest modules.
+
+use std::{
+    io::{Read, Write},
+    net::{SocketAddr, TcpListener, TcpStream},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::atomic::{AtomicU32, Ordering},
+    time::{Duration, Instant},
+};
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
+            panic!(
+                "response is not JSON ({e}): {}",
+                String::from_utf8_lossy(&self.body)
+            )
+        })
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    /// The `error` text of an error answer.
+    pub fn error(&self) -> String {
+        self.json()["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no error field in {}", self.text()))
+            .to_owned()
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    #[track_caller]
+    pub fn expect(&self, status: u16) -> &Self {
+        assert_eq!(
+            self.status,
+            status,
+            "unexpected status, body: {}",
+            self.text()
+        );
+        self
+    }
+}
+
+/// A private scratch directory removed on drop.
+pub struct ScratchDir(pub PathBuf);
+
+impl ScratchDir {
+    pub fn new(label: &str) -> Self {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "conformance-{label}-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&path).unwrap();
+        ScratchDir(path.canonicalize().unwrap())
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub struct Executor {
+    child: Child,
+    pub addr: SocketAddr,
+    pub cache: ScratchDir,
+}
+
+impl Executor {
+    pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// Starts the executor with extra flags and waits until `/health` answers.
+    pub fn start_with(extra: &[&str]) -> Self {
+        let cache = ScratchDir::new("cache");
+        let addr = free_port();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_wasm-executor"));
+        command.args(["--listen", &addr.to_string()]);
+        if !extra.contains(&"--cache-dir") {
+            command.arg("--cache-dir").arg(&cache.0);
+        }
+        for (flag, value) in [("--pool-threads", "8"), ("--max-concurrent", "8")] {
+            if !extra.contains(&flag) {
+                command.args([flag, value]);
+            }
+        }
+        let child = command
+            .args(extra)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("starting wasm-executor");
+        let executor = Executor { child, addr, cache };
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(20) {
+            if let Ok(r) = executor.try_request("GET", "/health", None)
+                && r.status == 200
+            {
+                return executor;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("wasm-executor did not become healthy");
+    }
+
+    pub fn get(&self, path: &str) -> Response {
+        self.try_request("GET", path, None).expect("GET")
+    }
+
+    pub fn post(&self, path: &str, body: &str) -> Response {
+        self.try_request("POST", path, Some(body.as_bytes()))
+            .expect("POST")
+    }
+
+    pub fn init(&self, id: &str, value: Value) -> Response {
+        self.post(
+            &format!("/{id}/init"),
+            &json!({ "value": value }).to_string(),
+        )
+    }
+
+    /// Inits `id` with `code` (raw module or zip bytes) and optional extra `value` fields.
+    pub fn init_code(&self, id: &str, code: &[u8], extra: Value) -> Response {
+        let mut value = json!({ "name": id, "main": "main", "binary": true, "code": b64(code) });
+        if let Value::Object(fields) = extra {
+            value.as_object_mut().unwrap().extend(fields);
+        }
+        self.init(id, value)
+    }
+
+    /// Inits `id` with an example action from actions/dist and expects success.
+    pub fn init_action(&self, id: &str, action_name: &str) {
+        self.init_code(id, &action(action_name), json!({}))
+            .expect(200);
+    }
+
+    pub fn run(&self, id: &str, params: Value) -> Response {
+        self.post(
+            &format!("/{id}/run"),
+            &json!({ "value": params }).to_string(),
+        )
+    }
+
+    /// The log lines collected since the last call, parsed.
+    pub fn logs(&self, id: &str) -> Vec<Value> {
+        let r = self.get(&format!("/{id}/logs"));
+        r.expect(200);
+        r.text()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad log line {l:?}: {e}")))
+            .collect()
+    }
+
+    /// One HTTP/1.1 request on a fresh connection; every answer must carry Content-Length.
+    pub fn try_request(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&[u8]>,
+    ) -> std::io::Result<Response> {
+        let mut stream = TcpStream::connect(self.addr)?;
+        stream.set_read_timeout(Some(Duration::from_secs(120)))?;
+        let body = body.unwrap_or_default();
+        let head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            self.addr,
+            body.len()
+        );
+        stream.write_all(head.as_bytes())?;
+        stream.write_all(body)?;
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw)?;
+        Ok(parse_response(&raw))
+    }
+}
+
+impl Drop for Executor {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn parse_response(raw: &[u8]) -> Response {
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("no header end in {:?}", String::from_utf8_lossy(raw)));
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status: u16 = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .collect();
+    let body = raw[split + 4..].to_vec();
+    let response = Response {
+        status,
+        headers,
+        body,
+    };
+    let length: usize = response
+        .header("content-length")
+        .unwrap_or_else(|| panic!("response without Content-Length: {head}"))
+        .parse()
+        .unwrap();
+    assert_eq!(
+        length,
+        response.body.len(),
+        "Content-Length does not match the body"
+    );
+    response
+}
+
+fn free_port() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+pub fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// The repository's root (the executor crate's parent).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// An example action module built by `actions/build.sh`.
+pub fn action(name: &str) -> Vec<u8> {
+    let dir = std::env::var_os("WASM_ACTIONS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("actions/dist"));
+    let path = dir.join(format!("{name}.wasm"));
+    std::fs::read(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; build the example actions first (actions/build.sh or make actions)",
+            path.display()
+        )
+    })
+}
+
+pub fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    for (name, data) in entries {
+        w.start_file(*name, zip::write::SimpleFileOptions::default())
+            .unwrap();
+        w.write_all(data).unwrap();
+    }
+    w.finish().unwrap().into_inner()
+}
+
+/// A WASI command written in WAT whose `_start` prints `text` and a newline on stdout;
+/// `extra` is spliced into the module (more functions, globals, exports).
+pub fn printing_module(text: &str, extra: &str) -> Vec<u8> {
+    let escaped: String = format!("{text}\n")
+        .bytes()
+        .map(|b| format!("\\{b:02x}"))
+        .collect();
+    let wat = format!(
+        r#"(module
+  (import "wasi_snapshot_preview1" "fd_write" (func $fd_write (param i32 i32 i32 i32) (result i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 1024) "{escaped}")
+  (func $print (param $ptr i32) (param $len i32)
+    (i32.store (i32.const 0) (local.get $ptr))
+    (i32.store (i32.const 4) (local.get $len))
+    (drop (call $fd_write (i32.const 1) (i32.const 0) (i32.const 1) (i32.const 8))))
+  (func (export "_start") (call $print (i32.const 1024) (i32.const {len})))
+  {extra}
+)"#,
+        len = text.len() + 1
+    );
+    wat::parse_str(&wat).expect("valid WAT fixture")
+}
+
+/// The epoch-ms deadline `ms` from now, as OpenWhisk sends it (a string).
+pub fn deadline_in(ms: u64) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    (now + ms).to_string()
+}

@@ -1,0 +1,52 @@
+//! Each /run gets a fresh instance: concurrent and consecutive activations share no state;
+//! destroy frees a container.
+
+use serde_json::json;
+
+use crate::harness::Executor;
+
+#[test]
+fn concurrent_runs_of_one_container_never_share_state() {
+    let ex = std::sync::Arc::new(Executor::start());
+    ex.init_action("counter", "counter");
+    let workers: Vec<_> = (0..8)
+        .map(|_| {
+            let ex = std::sync::Arc::clone(&ex);
+            std::thread::spawn(move || {
+                (0..5)
+                    .map(|_| ex.run("counter", json!({})).expect(200).json()["count"].clone())
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    for worker in workers {
+        for count in worker.join().unwrap() {
+            assert_eq!(
+                count, 1,
+                "a guest global counter reads 1 in every activation"
+            );
+        }
+    }
+}
+
+#[test]
+fn destroy_frees_the_container_and_the_id() {
+    let ex = Executor::start();
+    ex.init_action("c", "add");
+    ex.init_action("other", "add");
+    assert_eq!(
+        ex.get("/containers").json()["containers"],
+        json!(["c", "other"])
+    );
+    ex.post("/c/destroy", "").expect(200);
+    ex.run("c", json!({})).expect(404);
+    assert_eq!(ex.get("/containers").json()["containers"], json!(["other"]));
+    // The id can be used again, with other code.
+    ex.init_action("c", "echo");
+    assert_eq!(
+        ex.run("c", json!({"k": "v"})).expect(200).json(),
+        json!({"k": "v"})
+    );
+    ex.run("other", json!({"param1": 1, "param2": 2}))
+        .expect(200);
+}

@@ -1,0 +1,12 @@
+//! The conformance suite: OpenWhisk's runtime contract and the executor's guarantees, checked
+//! over HTTP against the executor binary of whichever backend this build enables.
+
+mod harness;
+
+mod artifacts;
+mod bad_input;
+mod capabilities;
+mod isolation;
+mod limits;
+mod observability;
+mod runtime_contract;

@@ -1,0 +1,51 @@
+//! Health, metrics and the HTTP framing OpenWhisk's invoker depends on.
+
+use serde_json::json;
+
+use crate::harness::Executor;
+
+#[test]
+fn health_names_the_runtime() {
+    let ex = Executor::start();
+    let health = ex.get("/health").expect(200).json();
+    assert_eq!(health["status"], "ok");
+    assert!(["wasmtime", "wasmer", "wamr"].contains(&health["runtime"].as_str().unwrap()));
+    assert!(health["runtime_version"].as_str().unwrap().contains('.'));
+    assert!(health["target"].as_str().unwrap().contains("linux"));
+}
+
+#[test]
+fn metrics_count_activations_by_outcome() {
+    let ex = Executor::start();
+    ex.init_action("add", "add");
+    ex.init_action("panic", "panic");
+    ex.run("add", json!({"param1": 1, "param2": 2})).expect(200);
+    ex.run("add", json!({"param1": "x"})).expect(200);
+    ex.run("panic", json!({"message": "m"})).expect(502);
+    let text = ex.get("/metrics").expect(200).text();
+    for expected in [
+        r#"wasm_executor_activations_total{outcome="success"} 1"#,
+        r#"wasm_executor_activations_total{outcome="application_error"} 1"#,
+        r#"wasm_executor_activations_total{outcome="trapped"} 1"#,
+        r#"wasm_executor_inits_total{outcome="ok"} 2"#,
+        "wasm_executor_containers 2",
+        "wasm_executor_run_duration_seconds_count 3",
+        "wasm_executor_pool_running",
+    ] {
+        assert!(text.contains(expected), "missing {expected:?} in\n{text}");
+    }
+}
+
+#[test]
+fn every_answer_has_content_length_on_fresh_connections() {
+    // The harness opens a new connection per request and checks Content-Length on every
+    // answer; here the answers of every kind pass through it once.
+    let ex = Executor::start();
+    ex.init_action("e", "echo");
+    ex.run("e", json!({"a": 1})).expect(200);
+    ex.run("nope", json!({})).expect(404);
+    ex.post("/e/init", "{").expect(400);
+    ex.get("/e/logs").expect(200);
+    ex.get("/metrics").expect(200);
+    ex.post("/e/destroy", "").expect(200);
+}
