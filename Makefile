@@ -6,7 +6,9 @@ CARGO ?= cargo
 RUNTIME ?= wasmtime
 
 .PHONY: demo test build actions actions-native pack clippy fmt fmt-check \
-        build-wasmtime test-wasmtime test-openwhisk-patch bench bench-quick clean
+        build-wasmtime test-wasmtime test-openwhisk-patch bench bench-quick clean \
+        build-wasmer build-wasmer-headless precompiler-wasmer test-wasmer bench-wasmer \
+        build-wamr precompiler-wamr test-wamr bench-wamr
 
 demo:
 	scripts/demo.sh
@@ -18,6 +20,39 @@ build: build-$(RUNTIME)
 
 build-wasmtime:
 	$(CARGO) build --release
+
+# wasmer: LLVM for portable Wasm at /init and for wasm-precompile-wasmer (one cargo invocation,
+# so both share one compiled LLVM); the headless build has no compiler. scripts/wasmer.sh
+# installs Debian's LLVM 22 when missing. Binaries are kept as target/release/wasm-executor-wasmer*.
+build-wasmer:
+	scripts/wasmer.sh build
+
+build-wasmer-headless:
+	scripts/wasmer.sh build-headless
+
+precompiler-wasmer: build-wasmer
+
+test-wasmer: actions
+	scripts/wasmer.sh test
+
+bench-wasmer: build build-wasmer actions actions-native
+	eval/wasmer-measurements.sh
+
+# WAMR: the executor runs portable Wasm on WAMR's fast interpreter and artifacts as AOT code (no
+# LLVM in it); wasm-precompile-wamr holds WAMR's AOT compiler (Debian's LLVM 19). scripts/wamr.sh
+# installs cmake, libclang-dev, libsimde-dev and llvm-19-dev when missing. The executor is kept
+# as target/release/wasm-executor-wamr.
+build-wamr:
+	scripts/wamr.sh build
+
+precompiler-wamr:
+	scripts/wamr.sh precompiler
+
+test-wamr: actions
+	scripts/wamr.sh test
+
+bench-wamr: build build-wamr actions actions-native
+	eval/wamr-measurements.sh
 
 actions:
 	actions/build.sh

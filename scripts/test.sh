@@ -34,4 +34,14 @@ if [[ -x eval/first-measurements.sh ]]; then
     eval/first-measurements.sh --quick
 fi
 
+step "wasmer backend (LLVM and headless builds): lints, unit tests, conformance suite, wasmer tests"
+wasmer_started=$SECONDS
+scripts/wasmer.sh test
+step "wasmer part took $((SECONDS - wasmer_started)) s"
+
+step "WAMR backend (interpreter + AOT): lints, unit tests, conformance suite, WAMR tests"
+wamr_started=$SECONDS
+scripts/wamr.sh test
+step "WAMR part took $((SECONDS - wamr_started)) s"
+
 step "all tests passed in $((SECONDS - started)) s"

@@ -3,9 +3,8 @@
 //! and an immediate "overloaded" answer beyond it (the executor turns it into a 503).
 
 use std::sync::{
-    Arc, Mutex,
+    Arc,
     atomic::{AtomicUsize, Ordering},
-    mpsc,
 };
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
@@ -25,7 +24,7 @@ pub struct ExecutionPool {
     max_running: usize,
     queued: AtomicUsize,
     queue_depth: usize,
-    jobs: Mutex<mpsc::Sender<Job>>,
+    jobs: crossbeam_channel::Sender<Job>,
 }
 
 /// Releases a queue place however the waiting future ends (including client disconnects).
@@ -39,20 +38,16 @@ impl Drop for QueuePlace<'_> {
 
 impl ExecutionPool {
     pub fn new(threads: usize, max_running: usize, queue_depth: usize) -> anyhow::Result<Self> {
-        let (tx, rx) = mpsc::channel::<Job>();
-        let rx = Arc::new(Mutex::new(rx));
+        // A multi-consumer channel: idle workers wait on it directly, with no lock to contend
+        // for on every hand-off.
+        let (tx, rx) = crossbeam_channel::unbounded::<Job>();
         for index in 0..threads.max(1) {
-            let rx = Arc::clone(&rx);
+            let rx = rx.clone();
             std::thread::Builder::new()
                 .name(format!("guest-{index}"))
                 .spawn(move || {
-                    loop {
-                        // The lock is held only while waiting for the next job, not while running it.
-                        let job = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
-                        match job {
-                            Ok(job) => job(),
-                            Err(_) => return,
-                        }
+                    while let Ok(job) = rx.recv() {
+                        job();
                     }
                 })?;
         }
@@ -61,7 +56,7 @@ impl ExecutionPool {
             max_running: max_running.max(1),
             queued: AtomicUsize::new(0),
             queue_depth,
-            jobs: Mutex::new(tx),
+            jobs: tx,
         })
     }
 
@@ -77,11 +72,7 @@ impl ExecutionPool {
             drop(permit);
             let _ = tx.send(result);
         });
-        self.jobs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .send(job)
-            .map_err(|_| PoolError::WorkerLost)?;
+        self.jobs.send(job).map_err(|_| PoolError::WorkerLost)?;
         rx.await.map_err(|_| PoolError::WorkerLost)
     }
 

@@ -8,6 +8,12 @@ use wasm_artifact::{Envelope, RuntimeId};
 
 use crate::{logs::OutputCapture, net::HttpGetter};
 
+// The headless wasmer build compiles nothing, so it has nothing to cache.
+#[cfg(not(feature = "wasmer-headless"))]
+// The WAMR backend interprets portable modules: it compiles nothing, so it has nothing to cache.
+#[cfg(not(feature = "wamr"))]
+pub mod disk_cache;
+
 // Exactly one runtime per build: none is an error, and so is every pair. `wasmer` and
 // `wasmer-headless` are two builds of one backend (`wasmer-runtime` is what they share).
 #[cfg(not(any(
@@ -43,6 +49,11 @@ pub use self::wasmtime::WasmtimeBackend as ActiveBackend;
 mod wasmer;
 #[cfg(feature = "wasmer-runtime")]
 pub use self::wasmer::WasmerBackend as ActiveBackend;
+
+#[cfg(feature = "wamr")]
+mod wamr;
+#[cfg(feature = "wamr")]
+pub use self::wamr::WamrBackend as ActiveBackend;
 
 /// Settings every backend receives when the executor starts.
 #[derive(Debug, Clone)]
@@ -90,7 +101,8 @@ pub struct Activation {
 pub enum GuestExit {
     /// `_start` (or the entry export) returned, or the guest called `proc_exit(code)`.
     Exited(i32),
-    /// The guest trapped (a panic, an out-of-bounds access, unreachable, stack overflow…).
+    /// The guest trapped (a panic, an out-of-bounds access, unreachable, stack overflow…): the
+    /// first line says why, further lines (a backtrace) go to the activation's logs.
     Trapped(String),
     /// Interrupted at its deadline.
     TimedOut,

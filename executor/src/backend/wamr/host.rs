@@ -44,7 +44,12 @@ pub struct HttpGetReply {
 }
 
 impl HostState {
-    pub fn new(output: Arc<OutputCapture>, net: Option<Arc<HttpGetter>>, deadline: Instant, memory_limit_bytes: u64) -> Self {
+    pub fn new(
+        output: Arc<OutputCapture>,
+        net: Option<Arc<HttpGetter>>,
+        deadline: Instant,
+        memory_limit_bytes: u64,
+    ) -> Self {
         HostState {
             output,
             net,
@@ -57,7 +62,11 @@ impl HostState {
 
     /// Bytes the guest wrote to its stdout (fd 1) or stderr (fd 2).
     pub fn write_output(&self, fd: u32, bytes: &[u8]) {
-        let stream = if fd == 1 { Stream::Stdout } else { Stream::Stderr };
+        let stream = if fd == 1 {
+            Stream::Stdout
+        } else {
+            Stream::Stderr
+        };
         self.output.write(stream, bytes);
     }
 
@@ -86,7 +95,9 @@ impl HostState {
     /// Copies the next part of the held body into `buf`; returns how many bytes.
     pub fn http_read(&self, buf: &mut [u8]) -> usize {
         let mut held = self.held.borrow_mut();
-        let chunk = (held.bytes.len() - held.read).min(buf.len()).min(i32::MAX as usize);
+        let chunk = (held.bytes.len() - held.read)
+            .min(buf.len())
+            .min(i32::MAX as usize);
         buf[..chunk].copy_from_slice(&held.bytes[held.read..held.read + chunk]);
         held.read += chunk;
         if held.read == held.bytes.len() {
@@ -109,7 +120,9 @@ impl HostState {
 
     /// The container's limit in pages, for WAMR's maximum.
     pub fn memory_limit_pages(&self) -> u32 {
-        u32::try_from(self.memory_limit_bytes / PAGE_BYTES).unwrap_or(u32::MAX).max(1)
+        u32::try_from(self.memory_limit_bytes / PAGE_BYTES)
+            .unwrap_or(u32::MAX)
+            .max(1)
     }
 
     pub fn memory_limit_bytes(&self) -> u64 {
@@ -135,14 +148,25 @@ mod tests {
         assert_eq!(host.http_read(&mut rest), 7);
         assert_eq!(&rest[..7], b"o world");
         assert_eq!(host.http_read(&mut rest), 0);
-        assert!(host.http_get("http://example.com/").is_none(), "no capability, no request");
+        assert!(
+            host.http_get("http://example.com/").is_none(),
+            "no capability, no request"
+        );
     }
 
     #[test]
     fn only_growth_beyond_the_limit_counts_as_exhaustion() {
-        let host = HostState::new(OutputCapture::new(1024), None, Instant::now(), 4 * PAGE_BYTES);
+        let host = HostState::new(
+            OutputCapture::new(1024),
+            None,
+            Instant::now(),
+            4 * PAGE_BYTES,
+        );
         host.memory_growth_refused(2 * PAGE_BYTES, 1);
-        assert!(!host.memory_exceeded(), "refused for another reason (the module's own maximum)");
+        assert!(
+            !host.memory_exceeded(),
+            "refused for another reason (the module's own maximum)"
+        );
         host.memory_growth_refused(2 * PAGE_BYTES, 3);
         assert!(host.memory_exceeded());
         assert_eq!(host.memory_limit_pages(), 4);

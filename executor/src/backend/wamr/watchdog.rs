@@ -109,7 +109,11 @@ impl Shared {
         let mut state = self.lock();
         loop {
             let now = Instant::now();
-            let due: Vec<(Instant, u64)> = state.watched.range(..=(now, u64::MAX)).map(|(key, _)| *key).collect();
+            let due: Vec<(Instant, u64)> = state
+                .watched
+                .range(..=(now, u64::MAX))
+                .map(|(key, _)| *key)
+                .collect();
             for key in due {
                 if let Some(entry) = state.watched.remove(&key) {
                     entry.fired.store(true, Ordering::Release);
@@ -120,7 +124,10 @@ impl Shared {
             state = match state.watched.keys().next() {
                 Some((deadline, _)) => {
                     let wait = deadline.saturating_duration_since(Instant::now());
-                    self.wake.wait_timeout(state, wait).unwrap_or_else(|p| p.into_inner()).0
+                    self.wake
+                        .wait_timeout(state, wait)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0
                 }
                 None => self.wake.wait(state).unwrap_or_else(|p| p.into_inner()),
             };

@@ -2,10 +2,7 @@
 //! /init is what `wasm-precompile-wasmer` would produce), or no compiler at all in the headless
 //! build; either way with the memory-limiting tunables.
 
-use wasmer::{
-    Engine,
-    sys::{EngineBuilder, NativeEngineExt},
-};
+use wasmer::{Engine, sys::NativeEngineExt};
 
 use super::memory::LimitingTunables;
 
@@ -20,7 +17,7 @@ pub fn build() -> Engine {
 
 #[cfg(feature = "wasmer")]
 fn new_engine() -> Engine {
-    use wasmer::sys::{LLVM, LLVMOptLevel};
+    use wasmer::sys::{EngineBuilder, LLVM, LLVMOptLevel};
     let mut llvm = LLVM::new();
     // The precompiler's setting too (precompilers/wasmer/src/main.rs).
     llvm.opt_level(LLVMOptLevel::Aggressive);

@@ -3,8 +3,6 @@
 //! a fresh `Store` and instance per /run, a watchdog for the time limit (see `deadline.rs`),
 //! and memory-limiting tunables. The headless build has no compiler and takes artifacts only.
 
-#[cfg(feature = "wasmer")]
-mod cache;
 mod deadline;
 mod engine;
 mod host;
@@ -34,7 +32,7 @@ use super::{
 pub struct WasmerBackend {
     engine: Engine,
     #[cfg(feature = "wasmer")]
-    cache: cache::ModuleCache,
+    cache: super::disk_cache::DiskCache,
     watchdog: Watchdog,
 }
 
@@ -60,11 +58,16 @@ impl Backend for WasmerBackend {
             max_memory_mb = settings.max_memory_bytes >> 20,
             "wasmer engine ready"
         );
+        // The headless build compiles nothing, so it has no cache directory to use.
         #[cfg(not(feature = "wasmer"))]
-        let _ = &settings.cache_dir;
+        let _unused = &settings.cache_dir;
         Ok(WasmerBackend {
             #[cfg(feature = "wasmer")]
-            cache: cache::ModuleCache::new(&settings.cache_dir)?,
+            cache: super::disk_cache::DiskCache::new(
+                &settings.cache_dir,
+                "wasmer",
+                compiled_code_key(),
+            )?,
             engine,
             watchdog,
         })
@@ -124,14 +127,17 @@ impl Backend for WasmerBackend {
             };
         // Watched from before instantiation on: a start function may loop too.
         let _watch = self.watchdog.watch(Arc::clone(&clock), store.interrupter());
-        let instance = match memory::with_budget(&budget, || {
-            Instance::new(&mut store, &module.module, &imports)
-        }) {
+        let instantiated = memory::with_budget(&budget, || {
+            Instance::new(&mut store, &module.module, &imports).map_err(Box::new)
+        });
+        let instance = match instantiated {
             Ok(instance) => instance,
-            Err(InstantiationError::Start(error)) => return classify(error, &budget, &clock),
-            Err(_) if budget.exceeded() => return GuestExit::MemoryExhausted,
             Err(error) => {
-                return GuestExit::HostFailure(format!("instantiating the module: {error}"));
+                return match *error {
+                    InstantiationError::Start(error) => classify(error, &budget, &clock),
+                    _ if budget.exceeded() => GuestExit::MemoryExhausted,
+                    error => GuestExit::HostFailure(format!("instantiating the module: {error}")),
+                };
             }
         };
         env.as_mut(&mut store).memory = instance.exports.get_memory("memory").ok().cloned();
@@ -154,9 +160,20 @@ impl Backend for WasmerBackend {
 impl WasmerBackend {
     #[cfg(feature = "wasmer")]
     fn compile(&self, wasm: &[u8], sha256: &str) -> Result<Module, PrepareError> {
+        let engine = &self.engine;
         let (module, source) = self
             .cache
-            .load_or_compile(&self.engine, wasm, sha256)
+            .load_or_compile(
+                sha256,
+                // SAFETY: the file was written by this cache from a module this engine compiled;
+                // the directory is private to the executor's user and the key names the engine.
+                |path| {
+                    unsafe { Module::deserialize_from_file(engine, path) }
+                        .map_err(anyhow::Error::from)
+                },
+                || Module::new(engine, wasm).map_err(anyhow::Error::from),
+                |module| Ok(module.serialize()?.to_vec()),
+            )
             .map_err(|e| PrepareError::Invalid(format!("the module does not compile: {e:#}")))?;
         tracing::debug!(?source, sha256, "portable module ready");
         Ok(module)
@@ -170,6 +187,19 @@ impl WasmerBackend {
                 .into(),
         ))
     }
+}
+
+/// Everything code compiled at /init depends on besides the module: cached code compiled
+/// under another wasmer version, CPU or profile is never picked up.
+#[cfg(feature = "wasmer")]
+fn compiled_code_key() -> (String, String, String, String) {
+    let target = wasmer_profile::host_target();
+    (
+        RuntimeId::Wasmer.locked_version().to_owned(),
+        target.triple().to_string(),
+        format!("{:?}", target.cpu_features()),
+        format!("{:?}", wasmer_profile::features()),
+    )
 }
 
 /// The export to call: `_start` unless `main` names another exported function.

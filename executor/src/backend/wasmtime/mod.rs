@@ -1,7 +1,6 @@
 //! The wasmtime backend: modules compiled once (or loaded from our cache, or deserialized from
 //! a verified artifact) and pre-instantiated at /init; a fresh `Store` and instance per /run.
 
-mod cache;
 mod engine;
 mod http_import;
 mod stdio;
@@ -14,8 +13,9 @@ use wasmtime::{
 };
 use wasmtime_wasi::{FsPerms, I32Exit, WasiCtxBuilder, p1::WasiP1Ctx, p2::pipe::MemoryInputPipe};
 
-use self::{cache::ModuleCache, http_import::HeldBody, stdio::CaptureStream};
+use self::{http_import::HeldBody, stdio::CaptureStream};
 use super::{
+    disk_cache::DiskCache,
     Activation, Backend, BackendSettings, GuestExit, ModuleSpec, PrepareError, PrepareInput,
     missing_import_hint,
 };
@@ -23,7 +23,7 @@ use crate::{logs::Stream, net::HttpGetter};
 
 pub struct WasmtimeBackend {
     engine: Engine,
-    cache: ModuleCache,
+    cache: DiskCache,
 }
 
 /// A container's module: linked and pre-instantiated against WASI and its capabilities.
@@ -81,7 +81,7 @@ impl Backend for WasmtimeBackend {
     fn new(settings: &BackendSettings) -> anyhow::Result<Self> {
         let (engine, allocator) = engine::build(settings)?;
         engine::start_ticker(engine.clone())?;
-        let cache = ModuleCache::new(&engine, &settings.cache_dir)?;
+        let cache = DiskCache::new(&settings.cache_dir, "wasmtime", engine.precompile_compatibility_hash())?;
         tracing::info!(
             allocator,
             slots = settings.max_instances,
@@ -99,7 +99,14 @@ impl Backend for WasmtimeBackend {
             PrepareInput::Portable { wasm, sha256 } => {
                 let (module, source) = self
                     .cache
-                    .load_or_compile(&self.engine, wasm, sha256)
+                    .load_or_compile(
+                        sha256,
+                        // SAFETY: cache entries were written by this cache from modules this
+                        // engine compiled; the directory is private to the executor's user.
+                        |path| Ok(unsafe { Module::deserialize_file(&self.engine, path) }?),
+                        || Ok(Module::new(&self.engine, wasm)?),
+                        |module| Ok(module.serialize()?),
+                    )
                     .map_err(|e| {
                         PrepareError::Invalid(format!("the module does not compile: {e:#}"))
                     })?;
@@ -256,7 +263,11 @@ fn classify_failure(error: wasmtime::Error, state: &RunState) -> GuestExit {
     }
     match error.downcast_ref::<Trap>() {
         Some(Trap::Interrupt) => GuestExit::TimedOut,
-        Some(trap) => GuestExit::Trapped(format!("{trap}\n{error:?}")),
+        // The trap is the summary; the guest's backtrace, when wasmtime recorded one, follows it.
+        Some(trap) => match error.downcast_ref::<wasmtime::WasmBacktrace>() {
+            Some(backtrace) => GuestExit::Trapped(format!("{trap}\n{backtrace}")),
+            None => GuestExit::Trapped(trap.to_string()),
+        },
         None => GuestExit::Trapped(format!("{error:#}")),
     }
 }

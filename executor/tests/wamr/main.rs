@@ -1,0 +1,545 @@
+//! Tests of the WAMR build beyond the shared conformance suite: AOT artifacts from our
+//! precompiler next to the same modules on the interpreter, refusal of artifacts compiled under
+//! another profile, for another CPU or holding something else than AOT code, out-of-bounds
+//! accesses and runaway recursion that trap (guard pages) while the process keeps serving,
+//! start functions, memory limits, and the time limit for many looping guests at once.
+//!
+//! Run with `--features wamr`; `wasm-precompile-wamr` (and `wasm-precompile`, from the default
+//! build) must be built next to the executor: `make test-wamr` does all of it.
+
+#[allow(dead_code)]
+#[path = "../conformance/harness.rs"]
+mod harness;
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use serde_json::{Value, json};
+use wasm_artifact::{Envelope, OperatorKey, RuntimeId, host_target, sha256_hex};
+
+use harness::{Executor, ScratchDir, action, deadline_in};
+
+fn tool(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_wasm-executor")).with_file_name(name)
+}
+
+/// Runs wasm-precompile-wamr on `wasm`; the envelope bytes, or the error output.
+fn try_precompile(wasm: &[u8], target: &str, dir: &ScratchDir) -> Result<Vec<u8>, String> {
+    let input = dir.0.join(format!("{}.wasm", sha256_hex(wasm)));
+    let output = input.with_extension(format!("{target}.owart"));
+    std::fs::write(&input, wasm).unwrap();
+    let result = Command::new(tool("wasm-precompile-wamr"))
+        .arg(&input)
+        .args(["--target", target, "-o"])
+        .arg(&output)
+        .stdout(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("wasm-precompile-wamr: {e}; build it first (make precompiler-wamr)")
+        });
+    if result.status.success() {
+        Ok(std::fs::read(&output).unwrap())
+    } else {
+        Err(String::from_utf8_lossy(&result.stderr).into_owned())
+    }
+}
+
+fn precompile(wasm: &[u8], target: &str, dir: &ScratchDir) -> Vec<u8> {
+    try_precompile(wasm, target, dir).unwrap_or_else(|e| panic!("precompiling for {target}: {e}"))
+}
+
+/// The module in both forms this build runs: portable (interpreter) and AOT.
+fn both_tiers(wasm: &[u8], dir: &ScratchDir) -> [(&'static str, Vec<u8>); 2] {
+    [
+        ("interp", wasm.to_vec()),
+        ("aot", precompile(wasm, &host_target(), dir)),
+    ]
+}
+
+fn trusting() -> Executor {
+    Executor::start_with(&["--allow-unsigned-artifacts"])
+}
+
+fn healthy(ex: &Executor) {
+    assert_eq!(ex.get("/health").expect(200).json()["status"], "ok");
+}
+
+/// A WASI command in WAT whose `_start` runs `body` and then prints `{"ok":true}`; `extra`
+/// (imports first, then functions) goes before the memory.
+fn command(body: &str, extra: &str) -> Vec<u8> {
+    command_with_pages(1, body, extra)
+}
+
+/// [`command`] with `pages` of linear memory.
+fn command_with_pages(pages: u32, body: &str, extra: &str) -> Vec<u8> {
+    let wat = format!(
+        r#"(module
+  (import "wasi_snapshot_preview1" "fd_write" (func $fd_write (param i32 i32 i32 i32) (result i32)))
+  {extra}
+  (memory (export "memory") {pages})
+  (data (i32.const 1024) "{{\"ok\":true}}\n")
+  (func (export "_start")
+    {body}
+    (i32.store (i32.const 0) (i32.const 1024))
+    (i32.store (i32.const 4) (i32.const 12))
+    (drop (call $fd_write (i32.const 1) (i32.const 0) (i32.const 1) (i32.const 8)))))"#
+    );
+    wat::parse_str(&wat).expect("valid WAT fixture")
+}
+
+#[test]
+fn a_signed_zipped_artifact_runs_as_aot_code_with_the_interpreters_results() {
+    let dir = ScratchDir::new("wamr-zip");
+    let key = OperatorKey::generate();
+    std::fs::write(dir.0.join("op.pem"), key.private_pem()).unwrap();
+    std::fs::write(dir.0.join("op.pub"), key.public_pem()).unwrap();
+    std::fs::write(dir.0.join("hash.wasm"), action("hash")).unwrap();
+    // Through the front end, as the README tells operators to do it.
+    let status = Command::new(tool("wasm-precompile"))
+        .args(["compile", "--runtime", "wamr", "--"])
+        .arg(dir.0.join("hash.wasm"))
+        .arg("--sign-key")
+        .arg(dir.0.join("op.pem"))
+        .args(["--zip", "-o"])
+        .arg(dir.0.join("hash.zip"))
+        .stdout(Stdio::null())
+        .status()
+        .expect("wasm-precompile is built by the default build (make build)");
+    assert!(status.success());
+    let zip = std::fs::read(dir.0.join("hash.zip")).unwrap();
+    let ex = Executor::start_with(&["--trusted-key", dir.0.join("op.pub").to_str().unwrap()]);
+    ex.init_code("aot", &zip, json!({})).expect(200);
+    ex.init_action("interp", "hash");
+    let params = json!({"iterations": 2000, "input": "wamr"});
+    let aot = ex.run("aot", params.clone()).expect(200).json();
+    let interp = ex.run("interp", params).expect(200).json();
+    assert_eq!(aot, interp);
+    assert_eq!(aot["iterations"], 2000);
+}
+
+#[test]
+fn artifacts_for_another_profile_cpu_or_kind_are_refused_without_harm() {
+    let dir = ScratchDir::new("wamr-refuse");
+    let wasm = action("add");
+    let ours = Envelope::parse(&precompile(&wasm, &host_target(), &dir)).unwrap();
+    let tag = wamr_profile::tag(RuntimeId::Wamr.locked_version());
+    let aot = wamr_profile::unwrap(&tag, &ours.payload).unwrap();
+    let forge = |payload: Vec<u8>| {
+        Envelope::new(RuntimeId::Wamr, &host_target(), &wasm, payload).to_bytes()
+    };
+    let ex = trusting();
+
+    // Compiled under another profile (here: claiming software bounds checks).
+    let other = tag.replace("guard-pages", "bounds-checks");
+    let r = ex.init_code(
+        "profile",
+        &forge(wamr_profile::wrap(&other, aot)),
+        json!({}),
+    );
+    let error = r.expect(502).error();
+    assert!(
+        error.contains("compiled for") && error.contains("bounds-checks"),
+        "{error}"
+    );
+
+    // Our tag on something that is not AOT code: bytecode, garbage.
+    let r = ex.init_code(
+        "bytecode",
+        &forge(wamr_profile::wrap(&tag, &wasm)),
+        json!({}),
+    );
+    assert!(
+        r.expect(502).error().contains("not a WAMR AOT module"),
+        "{}",
+        r.text()
+    );
+    let r = ex.init_code(
+        "garbage",
+        &forge(wamr_profile::wrap(&tag, b"\0aot\x05\0\0\0junk")),
+        json!({}),
+    );
+    assert!(
+        r.expect(502).error().contains("does not load"),
+        "{}",
+        r.text()
+    );
+
+    // An envelope lying about the CPU: WAMR's loader checks the machine in the AOT file.
+    let other_target = if host_target().starts_with("aarch64") {
+        "x86_64-unknown-linux-gnu"
+    } else {
+        "aarch64-unknown-linux-gnu"
+    };
+    let foreign = Envelope::parse(&precompile(&wasm, other_target, &dir)).unwrap();
+    let r = ex.init_code("lie", &forge(foreign.payload), json!({}));
+    assert!(r.expect(502).error().contains("target"), "{}", r.text());
+
+    // A bare AOT file, without our envelope.
+    let r = ex.init_code("bare", aot, json!({}));
+    assert!(
+        r.expect(502).error().contains("bare WAMR AOT file"),
+        "{}",
+        r.text()
+    );
+
+    for id in ["profile", "bytecode", "garbage", "lie", "bare"] {
+        ex.run(id, json!({})).expect(404);
+    }
+    healthy(&ex);
+    ex.init_code("good", &forge(ours.payload), json!({}))
+        .expect(200);
+    assert_eq!(
+        ex.run("good", json!({"param1": 1, "param2": 2}))
+            .expect(200)
+            .json(),
+        json!({"result": 3})
+    );
+}
+
+#[test]
+fn out_of_bounds_accesses_trap_in_both_tiers_and_growth_is_usable() {
+    let dir = ScratchDir::new("wamr-oob");
+    let ex = trusting();
+    let modules = [
+        // Just past the end of the one page.
+        (
+            "edge",
+            command("(i32.store (i32.const 65536) (i32.const 1))", ""),
+        ),
+        // The farthest a 32-bit address plus offset reaches, deep in the guard region.
+        (
+            "far",
+            command(
+                "(i32.store offset=4294967295 (i32.const -1) (i32.const 1))",
+                "",
+            ),
+        ),
+        // A load that straddles the end (its value used: with guard pages a load whose value
+        // is never used may be optimised away by the AOT compiler, and then cannot fault).
+        (
+            "straddle",
+            command(
+                "(i64.store (i32.const 512) (i64.load (i32.const 65532)))",
+                "",
+            ),
+        ),
+        // A bulk fill running past the end.
+        (
+            "fill",
+            command(
+                "(memory.fill (i32.const 65000) (i32.const 7) (i32.const 1000))",
+                "",
+            ),
+        ),
+    ];
+    for (name, wasm) in &modules {
+        for (tier, code) in both_tiers(wasm, &dir) {
+            let id = format!("{name}-{tier}");
+            ex.init_code(&id, &code, json!({})).expect(200);
+            let r = ex.run(&id, json!({}));
+            assert_eq!(r.status, 502, "{id}: {}", r.text());
+            let error = r.error();
+            assert!(
+                error.contains("trapped") && error.contains("out of bounds"),
+                "{id}: {error}"
+            );
+            healthy(&ex);
+        }
+    }
+    // Pages added by memory.grow are accessible right up to the new end, and not beyond.
+    let grown = command(
+        "(drop (memory.grow (i32.const 1))) (i32.store (i32.const 131068) (i32.const 1))",
+        "",
+    );
+    let beyond = command(
+        "(drop (memory.grow (i32.const 1))) (i32.store (i32.const 131070) (i32.const 1))",
+        "",
+    );
+    for (tier, code) in both_tiers(&grown, &dir) {
+        ex.init_code(&format!("grown-{tier}"), &code, json!({}))
+            .expect(200);
+        assert_eq!(
+            ex.run(&format!("grown-{tier}"), json!({}))
+                .expect(200)
+                .json(),
+            json!({"ok": true})
+        );
+    }
+    for (tier, code) in both_tiers(&beyond, &dir) {
+        ex.init_code(&format!("beyond-{tier}"), &code, json!({}))
+            .expect(200);
+        assert!(
+            ex.run(&format!("beyond-{tier}"), json!({}))
+                .expect(502)
+                .error()
+                .contains("out of bounds")
+        );
+    }
+}
+
+#[test]
+fn runaway_recursion_traps_in_both_tiers() {
+    let dir = ScratchDir::new("wamr-stack");
+    let wasm = command(
+        "(drop (call $down (i64.const 0)))",
+        "(func $down (param i64) (result i64) (i64.add (call $down (i64.add (local.get 0) (i64.const 1))) (local.get 0)))",
+    );
+    let ex = trusting();
+    for (tier, code) in both_tiers(&wasm, &dir) {
+        ex.init_code(tier, &code, json!({})).expect(200);
+        for _ in 0..2 {
+            let error = ex.run(tier, json!({})).expect(502).error();
+            assert!(
+                error.contains("trapped") && error.contains("stack overflow"),
+                "{tier}: {error}"
+            );
+        }
+        healthy(&ex);
+    }
+    ex.init_action("add", "add");
+    ex.run("add", json!({"param1": 1, "param2": 1})).expect(200);
+}
+
+/// A module with a C/Rust-style shadow stack (a mutable stack-pointer global between
+/// `__data_end` and `__heap_base`, 1 MiB) whose `_start` recurses `depth` times, taking 1 KiB of
+/// it per call.
+fn shadow_stack_module(depth: u32) -> Vec<u8> {
+    command_with_pages(
+        17,
+        &format!("(call $rec (i32.const {depth}))"),
+        r#"(global $sp (mut i32) (i32.const 1049600))
+           (export "__data_end" (global $data_end))
+           (export "__heap_base" (global $heap_base))
+           (global $data_end i32 (i32.const 1024))
+           (global $heap_base i32 (i32.const 1049600))
+           (func $rec (param $depth i32)
+             (global.set $sp (i32.sub (global.get $sp) (i32.const 1024)))
+             (i32.store (global.get $sp) (local.get $depth))
+             (if (local.get $depth) (then (call $rec (i32.sub (local.get $depth) (i32.const 1)))))
+             (global.set $sp (i32.add (global.get $sp) (i32.const 1024))))"#,
+    )
+}
+
+#[test]
+fn the_shadow_stack_is_the_guests_whole_and_checked() {
+    let dir = ScratchDir::new("wamr-shadow");
+    let ex = trusting();
+    // 600 KiB of a 1 MiB shadow stack: the whole stack belongs to the one guest thread.
+    for (tier, code) in both_tiers(&shadow_stack_module(600), &dir) {
+        ex.init_code(
+            &format!("fits-{tier}"),
+            &code,
+            json!({"limits": {"memory": 64}}),
+        )
+        .expect(200);
+        assert_eq!(
+            ex.run(&format!("fits-{tier}"), json!({}))
+                .expect(200)
+                .json(),
+            json!({"ok": true}),
+            "{tier}"
+        );
+    }
+    // Beyond it, a trap rather than writes below the stack.
+    for (tier, code) in both_tiers(&shadow_stack_module(1100), &dir) {
+        ex.init_code(
+            &format!("over-{tier}"),
+            &code,
+            json!({"limits": {"memory": 64}}),
+        )
+        .expect(200);
+        let error = ex
+            .run(&format!("over-{tier}"), json!({}))
+            .expect(502)
+            .error();
+        assert!(
+            error.contains("auxiliary stack overflow"),
+            "{tier}: {error}"
+        );
+    }
+}
+
+#[test]
+fn start_functions_are_refused_by_executor_and_precompiler() {
+    let dir = ScratchDir::new("wamr-start");
+    let wasm = wat::parse_str(
+        r#"(module (memory (export "memory") 1)
+             (func $spin (loop $l (br $l))) (start $spin)
+             (func (export "_start")))"#,
+    )
+    .unwrap();
+    let ex = Executor::start();
+    let r = ex.init_code("start", &wasm, json!({}));
+    assert!(
+        r.expect(502).error().contains("start function"),
+        "{}",
+        r.text()
+    );
+    let error = try_precompile(&wasm, &host_target(), &dir).unwrap_err();
+    assert!(error.contains("start function"), "{error}");
+    // So is an export WAMR would run while instantiating.
+    let init = wat::parse_str(
+        r#"(module (memory (export "memory") 1)
+             (func (export "_initialize") (loop $l (br $l)))
+             (func (export "_start")))"#,
+    )
+    .unwrap();
+    assert!(
+        ex.init_code("init", &init, json!({}))
+            .expect(502)
+            .error()
+            .contains("_initialize")
+    );
+}
+
+#[test]
+fn memory_limits_hold_for_initial_memory_and_for_artifacts() {
+    let dir = ScratchDir::new("wamr-mem");
+    let ex = trusting();
+    // 2048 pages (128 MiB) of initial memory under a 64 MiB limit.
+    let big =
+        wat::parse_str(r#"(module (memory (export "memory") 2048) (func (export "_start")))"#)
+            .unwrap();
+    for (tier, code) in both_tiers(&big, &dir) {
+        ex.init_code(tier, &code, json!({"limits": {"memory": 64}}))
+            .expect(200);
+        assert_eq!(
+            ex.run(tier, json!({})).expect(502).error(),
+            "The action exhausted its memory and was aborted."
+        );
+    }
+    let hog = precompile(&action("memhog"), &host_target(), &dir);
+    ex.init_code("hog", &hog, json!({"limits": {"memory": 64}}))
+        .expect(200);
+    assert_eq!(
+        ex.run("hog", json!({"mb": 128})).expect(502).error(),
+        "The action exhausted its memory and was aborted."
+    );
+    assert_eq!(
+        ex.run("hog", json!({"mb": 16})).expect(200).json()["allocated_mb"],
+        16
+    );
+}
+
+/// Runs `/id/run` with `params` and a deadline `ms` from now; status, body, duration.
+fn run_with_deadline(ex: &Executor, id: &str, params: Value, ms: u64) -> (u16, Value, Duration) {
+    let body = json!({"value": params, "deadline": deadline_in(ms)});
+    let started = Instant::now();
+    let r = ex.post(&format!("/{id}/run"), &body.to_string());
+    (r.status, r.json(), started.elapsed())
+}
+
+#[test]
+fn many_looping_guests_stop_at_their_deadlines_while_others_are_served() {
+    let dir = ScratchDir::new("wamr-load");
+    let ex = Arc::new(Executor::start_with(&[
+        "--allow-unsigned-artifacts",
+        "--pool-threads",
+        "10",
+        "--max-concurrent",
+        "10",
+    ]));
+    let loop_wasm = action("loop");
+    ex.init_code("loop-interp", &loop_wasm, json!({}))
+        .expect(200);
+    ex.init_code(
+        "loop-aot",
+        &precompile(&loop_wasm, &host_target(), &dir),
+        json!({}),
+    )
+    .expect(200);
+    ex.init_action("add", "add");
+
+    const DEADLINE_MS: u64 = 1500;
+    // Pure compute loops and clock-polling busy waits, interpreted and AOT: 8 guests at once
+    // on 2 cores, so the watchdog works while the machine is saturated.
+    let loops: Vec<_> = (0..8)
+        .map(|i| {
+            let ex = Arc::clone(&ex);
+            std::thread::spawn(move || {
+                let id = if i % 2 == 0 {
+                    "loop-interp"
+                } else {
+                    "loop-aot"
+                };
+                let params = if i % 4 < 2 {
+                    json!({"forever": true})
+                } else {
+                    json!({"ms": 600_000})
+                };
+                (id, run_with_deadline(&ex, id, params, DEADLINE_MS))
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    for _ in 0..5 {
+        let started = Instant::now();
+        ex.run("add", json!({"param1": 1, "param2": 1})).expect(200);
+        assert!(
+            started.elapsed() < Duration::from_millis(1000),
+            "other containers stay served"
+        );
+    }
+    for handle in loops {
+        let (id, (status, body, took)) = handle.join().unwrap();
+        assert_eq!(status, 502, "{id}: {body}");
+        assert!(
+            body["error"]
+                .as_str()
+                .unwrap()
+                .contains("exceeded its time limit"),
+            "{id}: {body}"
+        );
+        assert!(
+            took >= Duration::from_millis(DEADLINE_MS - 200),
+            "{id} stopped early: {took:?}"
+        );
+        assert!(
+            took < Duration::from_millis(DEADLINE_MS + 1000),
+            "{id}: deadline plus slack: {took:?}"
+        );
+    }
+    // Every worker is free again.
+    for id in ["loop-interp", "loop-aot"] {
+        assert_eq!(ex.run(id, json!({})).expect(200).json()["ok"], true);
+    }
+    let metrics = ex.get("/metrics").text();
+    assert!(
+        metrics.contains(r#"wasm_executor_activations_total{outcome="timeout"} 8"#),
+        "{metrics}"
+    );
+}
+
+#[test]
+fn a_guest_sleeping_in_wasi_is_stopped_at_its_deadline() {
+    // poll_oneoff on one relative clock subscription of 60 s: the guest blocks in the host.
+    let wasm = command(
+        r#"(i64.store (i32.const 2048) (i64.const 1))          ;; userdata
+           (i32.store8 (i32.const 2056) (i32.const 0))          ;; tag: clock
+           (i32.store (i32.const 2064) (i32.const 1))           ;; clock id: monotonic
+           (i64.store (i32.const 2072) (i64.const 60000000000)) ;; timeout, ns
+           (i64.store (i32.const 2080) (i64.const 0))           ;; precision
+           (i32.store16 (i32.const 2088) (i32.const 0))         ;; flags: relative
+           (drop (call $poll (i32.const 2048) (i32.const 3072) (i32.const 1) (i32.const 4096)))"#,
+        r#"(import "wasi_snapshot_preview1" "poll_oneoff" (func $poll (param i32 i32 i32 i32) (result i32)))"#,
+    );
+    let dir = ScratchDir::new("wamr-sleep");
+    let ex = trusting();
+    for (tier, code) in both_tiers(&wasm, &dir) {
+        ex.init_code(tier, &code, json!({})).expect(200);
+        let (status, body, took) = run_with_deadline(&ex, tier, json!({}), 700);
+        assert_eq!(status, 502, "{tier}: {body}");
+        assert!(
+            body["error"]
+                .as_str()
+                .unwrap()
+                .contains("exceeded its time limit"),
+            "{tier}: {body}"
+        );
+        assert!(took < Duration::from_millis(700 + 1000), "{tier}: {took:?}");
+    }
+}

@@ -1,0 +1,43 @@
+//! `wasm-precompile-wamr`: compiles a .wasm with WAMR's AOT compiler into an `.aot` module for
+//! the host or aarch64, tags it with the WAMR profile (`wamr-profile`) and wraps it in our
+//! signed envelope. WAMR's compiler library and LLVM live only in this binary: they export the
+//! same symbols as the executor's WAMR runtime, built with other settings.
+
+mod aot;
+mod target;
+
+use std::process::ExitCode;
+
+use anyhow::bail;
+use wasm_artifact::RuntimeId;
+use wasm_precompile::Compiler;
+
+struct Wamr;
+
+impl Compiler for Wamr {
+    const RUNTIME: RuntimeId = RuntimeId::Wamr;
+
+    fn compile(&self, wasm: &[u8], target: &str, native_cpu: bool) -> anyhow::Result<Vec<u8>> {
+        let version = wamr_compiler_sys::WAMR_VERSION;
+        if version != RuntimeId::Wamr.locked_version() {
+            bail!(
+                "this compiler is built from WAMR {version} ({}), but artifacts would be labelled WAMR {}; \
+                 update the wamrx-sys entry in artifact/build.rs",
+                wamr_compiler_sys::WAMR_SOURCES,
+                RuntimeId::Wamr.locked_version()
+            );
+        }
+        if wamr_profile::declares_start_function(wasm) {
+            bail!(
+                "the module declares a start function; WAMR runs it while instantiating, where the executor cannot \
+                 bound it in time, so the WAMR backend does not accept such modules"
+            );
+        }
+        let aot = aot::compile(wasm, &target::for_triple(target, native_cpu)?)?;
+        Ok(wamr_profile::wrap(&wamr_profile::tag(version), &aot))
+    }
+}
+
+fn main() -> ExitCode {
+    wasm_precompile::run_main(Wamr)
+}

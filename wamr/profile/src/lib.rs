@@ -1,0 +1,143 @@
+//! The WAMR build profile in one place for both sides: the executor's WAMR runtime library and
+//! `wasm-precompile-wamr`'s AOT compiler library are built from it (by `wamr-source`), and every
+//! AOT payload the precompiler writes carries its tag.
+//!
+//! WAMR's AOT loader checks an `.aot` file's architecture, ABI and a few feature flags, but not
+//! how the compiled code guards linear memory or whether it can be terminated: code compiled
+//! without bounds checks is only safe in a runtime that reserves guard pages. So the payload
+//! starts with a tag naming the WAMR version and this profile, and the executor refuses a payload
+//! whose tag differs from its own before WAMR sees a byte of it.
+
+use thiserror::Error;
+
+mod start;
+
+pub use start::declares_start_function;
+
+/// Bulk memory operations (`memory.copy`, `memory.fill`, passive segments).
+pub const BULK_MEMORY: bool = true;
+/// Reference types (`funcref`/`externref` values, several tables).
+pub const REFERENCE_TYPES: bool = true;
+/// 128-bit SIMD; the fast interpreter runs it through Debian's SIMDe headers.
+pub const SIMD: bool = true;
+/// `return_call` and friends.
+pub const TAIL_CALL: bool = true;
+
+/// Linear memory is guarded by the hardware: the runtime reserves 8 GiB of address space per
+/// memory (the 4 GiB a 32-bit index can reach plus a 4 GiB guard), so an out-of-bounds access
+/// faults and WAMR's signal handler turns the fault into a trap; compiled code therefore carries
+/// no bounds checks. WAMR does this on 64-bit Linux (x86_64, aarch64), the only targets the
+/// precompiler emits. The other choice, software checks, costs a compare and branch per access.
+pub const HARDWARE_BOUNDS_CHECKS: bool = true;
+
+/// The native stack is checked by compiled code (the stack pointer against the worker thread's
+/// stack boundary at function entry), not by guard pages: to place guard pages WAMR first
+/// touches every page of each worker's stack, which makes a pool thread's whole 2 MiB stack
+/// resident (measured: 2 MiB of RSS per worker thread). The check costs a compare per call.
+pub const NATIVE_STACK_GUARD_PAGES: bool = false;
+
+/// Compiled code polls its execution environment's terminate flag at loop back-edges and calls
+/// (WAMR's thread manager), which is how the executor's watchdog stops a guest at its deadline.
+pub const TERMINATION_CHECKS: bool = true;
+
+/// The first bytes of every WAMR payload inside an artifact envelope.
+pub const PAYLOAD_MAGIC: &[u8; 8] = b"OWWAMR01";
+
+/// Longest tag accepted when parsing (a real one is under 100 bytes).
+const MAX_TAG_LEN: usize = 1024;
+
+/// Names the WAMR version and every profile setting compiled code depends on.
+pub fn tag(wamr_version: &str) -> String {
+    let switches = [
+        (BULK_MEMORY, "bulk-memory"),
+        (REFERENCE_TYPES, "reference-types"),
+        (SIMD, "simd"),
+        (TAIL_CALL, "tail-call"),
+        (HARDWARE_BOUNDS_CHECKS, "guard-pages"),
+        (!NATIVE_STACK_GUARD_PAGES, "stack-checks"),
+        (TERMINATION_CHECKS, "termination-checks"),
+    ];
+    let enabled: Vec<&str> = switches
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, name)| *name)
+        .collect();
+    format!("wamr {wamr_version} [{}]", enabled.join(" "))
+}
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum PayloadError {
+    #[error("the artifact payload is not a WAMR AOT module written by wasm-precompile-wamr")]
+    Malformed,
+    #[error(
+        "the artifact was compiled for {found}, but this executor runs {expected}; precompile it again with the matching wasm-precompile-wamr"
+    )]
+    ProfileMismatch { found: String, expected: String },
+}
+
+/// Prefixes an AOT file with the magic and `tag`.
+pub fn wrap(tag: &str, aot: &[u8]) -> Vec<u8> {
+    let tag_len = u16::try_from(tag.len()).unwrap_or(u16::MAX);
+    let mut out = Vec::with_capacity(PAYLOAD_MAGIC.len() + 2 + tag.len() + aot.len());
+    out.extend_from_slice(PAYLOAD_MAGIC);
+    out.extend_from_slice(&tag_len.to_le_bytes());
+    out.extend_from_slice(&tag.as_bytes()[..usize::from(tag_len)]);
+    out.extend_from_slice(aot);
+    out
+}
+
+/// The AOT file inside `payload`, if its tag is exactly `expected`.
+pub fn unwrap<'a>(expected: &str, payload: &'a [u8]) -> Result<&'a [u8], PayloadError> {
+    let rest = payload
+        .strip_prefix(PAYLOAD_MAGIC)
+        .ok_or(PayloadError::Malformed)?;
+    let len_bytes: [u8; 2] = rest
+        .get(..2)
+        .and_then(|b| b.try_into().ok())
+        .ok_or(PayloadError::Malformed)?;
+    let len = usize::from(u16::from_le_bytes(len_bytes));
+    if len > MAX_TAG_LEN {
+        return Err(PayloadError::Malformed);
+    }
+    let found = rest.get(2..2 + len).ok_or(PayloadError::Malformed)?;
+    let found = std::str::from_utf8(found).map_err(|_| PayloadError::Malformed)?;
+    if found != expected {
+        return Err(PayloadError::ProfileMismatch {
+            found: found.to_owned(),
+            expected: expected.to_owned(),
+        });
+    }
+    Ok(&rest[2 + len..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payload_round_trips() {
+        let tag = tag("2.4.3");
+        assert!(tag.starts_with("wamr 2.4.3 ["), "{tag}");
+        let payload = wrap(&tag, b"\0aot rest");
+        assert_eq!(unwrap(&tag, &payload), Ok(&b"\0aot rest"[..]));
+    }
+
+    #[test]
+    fn another_profile_or_garbage_is_refused() {
+        let payload = wrap(&tag("2.4.2"), b"\0aot");
+        match unwrap(&tag("2.4.3"), &payload) {
+            Err(PayloadError::ProfileMismatch { found, expected }) => {
+                assert!(found.contains("2.4.2") && expected.contains("2.4.3"));
+            }
+            other => panic!("{other:?}"),
+        }
+        for bad in [
+            &b""[..],
+            b"OWWAMR01",
+            b"OWWAMR01\xff\xff",
+            b"\0aot\x01\0\0\0",
+        ] {
+            assert_eq!(unwrap("x", bad), Err(PayloadError::Malformed));
+        }
+    }
+}
