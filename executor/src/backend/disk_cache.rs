@@ -28,7 +28,8 @@ impl DiskCache {
     /// every entry's name so code compiled under other settings is never picked up.
     pub fn new(root: &Path, runtime: &str, engine_key: impl Hash) -> anyhow::Result<Self> {
         let dir = root.join(runtime);
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating cache directory {}", dir.display()))?;
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("creating cache directory {}", dir.display()))?;
         restrict_to_owner(&dir)?;
         let mut hasher = DefaultHasher::new();
         engine_key.hash(&mut hasher);
@@ -95,7 +96,9 @@ mod tests {
         let compile = || Ok(b"native".to_vec());
         let serialize = |m: &Vec<u8>| Ok(m.clone());
         let load = |p: &Path| Ok(std::fs::read(p)?);
-        let (first, source) = cache.load_or_compile("abc", load, compile, serialize).unwrap();
+        let (first, source) = cache
+            .load_or_compile("abc", load, compile, serialize)
+            .unwrap();
         assert!(matches!(source, Source::Compiled));
         let (second, source) = cache
             .load_or_compile("abc", load, || anyhow::bail!("must not compile"), serialize)

@@ -5,12 +5,15 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{
+    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, UpdateDeadline,
+};
 
 use crate::backend::BackendSettings;
 
 /// How often the epoch advances. A looping guest is interrupted at most one tick after its
-/// deadline, and the ticker costs one wake-up per tick: 5 ms keeps both small.
+/// deadline, and each tick costs the ticker and every running guest one wake-up / clock read:
+/// 5 ms keeps both small.
 pub const EPOCH_TICK: Duration = Duration::from_millis(5);
 
 /// Elements per table in a pool slot. Compilers emit one table of function pointers sized by
@@ -66,8 +69,16 @@ pub fn start_ticker(engine: Engine) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Epoch ticks from now until `deadline`, plus one so a guest never stops early.
-pub fn ticks_until(deadline: Instant) -> u64 {
-    let remaining = deadline.saturating_duration_since(Instant::now());
-    (remaining.as_micros() / EPOCH_TICK.as_micros()) as u64 + 1
+/// Arms `store` to stop its guest at `deadline`. The guest yields to a check of the wall clock
+/// at every epoch tick rather than counting ticks, because on a loaded machine the ticker's
+/// sleeps stretch and a count fixed in advance would overshoot the limit.
+pub fn arm_deadline<T: 'static>(store: &mut Store<T>, deadline: Instant) {
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(move |_| {
+        Ok(if Instant::now() >= deadline {
+            UpdateDeadline::Interrupt
+        } else {
+            UpdateDeadline::Continue(1)
+        })
+    });
 }

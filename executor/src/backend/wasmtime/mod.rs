@@ -15,9 +15,8 @@ use wasmtime_wasi::{FsPerms, I32Exit, WasiCtxBuilder, p1::WasiP1Ctx, p2::pipe::M
 
 use self::{http_import::HeldBody, stdio::CaptureStream};
 use super::{
-    disk_cache::DiskCache,
     Activation, Backend, BackendSettings, GuestExit, ModuleSpec, PrepareError, PrepareInput,
-    missing_import_hint,
+    disk_cache::DiskCache, missing_import_hint,
 };
 use crate::{logs::Stream, net::HttpGetter};
 
@@ -81,7 +80,11 @@ impl Backend for WasmtimeBackend {
     fn new(settings: &BackendSettings) -> anyhow::Result<Self> {
         let (engine, allocator) = engine::build(settings)?;
         engine::start_ticker(engine.clone())?;
-        let cache = DiskCache::new(&settings.cache_dir, "wasmtime", engine.precompile_compatibility_hash())?;
+        let cache = DiskCache::new(
+            &settings.cache_dir,
+            "wasmtime",
+            engine.precompile_compatibility_hash(),
+        )?;
         tracing::info!(
             allocator,
             slots = settings.max_instances,
@@ -203,8 +206,7 @@ impl WasmtimeBackend {
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
-        store.set_epoch_deadline(engine::ticks_until(activation.deadline));
-        store.epoch_deadline_trap();
+        engine::arm_deadline(&mut store, activation.deadline);
         Ok(store)
     }
 }
