@@ -62,11 +62,7 @@ test_all() {
     step "wamr: lints"
     "$CARGO" clippy --release --locked --all-targets "${EXECUTOR[@]}" "${PRECOMPILER[@]}" "${OTHERS[@]}" -- -D warnings
     step "wamr: unit tests, conformance suite, WAMR tests"
-    # WAMR runs portable modules on its interpreter: it compiles nothing, so the conformance
-    # test that the compiled module is cached on disk does not apply (see README, "The WAMR
-    # build"); every other conformance test runs.
-    "$CARGO" test --release --locked "${EXECUTOR[@]}" "${PRECOMPILER[@]}" -p wamr-profile -- \
-        --skip artifacts::portable_modules_are_compiled_once_and_cached
+    "$CARGO" test --release --locked "${EXECUTOR[@]}" "${PRECOMPILER[@]}" -p wamr-profile
     cp "$OUT/wasm-executor" "$OUT/wasm-executor-wamr"
     if [[ -z "${CARGO_TARGET_DIR:-}" ]]; then
         step "wamr measurements (quick mode, so they cannot rot)"

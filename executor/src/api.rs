@@ -138,6 +138,7 @@ async fn health(State(executor): State<AppState>) -> Json<serde_json::Value> {
         "runtime": executor.runtime_name(),
         "runtime_version": executor.runtime_version(),
         "target": executor.target(),
+        "portable_modules": executor.portable_modules(),
     }))
 }
 

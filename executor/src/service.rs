@@ -108,6 +108,10 @@ impl Executor {
         ActiveBackend::RUNTIME.name()
     }
 
+    pub fn portable_modules(&self) -> &'static str {
+        ActiveBackend::PORTABLE_MODULES.label()
+    }
+
     pub fn runtime_version(&self) -> &'static str {
         ActiveBackend::RUNTIME.locked_version()
     }

@@ -175,6 +175,16 @@ fn measure(
 ) -> anyhow::Result<PathResult> {
     let pid = executor.pid().context("the executor is not running")?;
     let addr = executor.addr;
+    // Every backend's build lands at the same path: make sure this one is what it is called.
+    let health = Client::new(addr, ConnMode::New).get("/health")?;
+    let health: serde_json::Value =
+        serde_json::from_slice(&health.body).context("parsing /health")?;
+    if health["runtime"] != runtime {
+        bail!(
+            "the executor given for {runtime} runs {}",
+            health["runtime"]
+        );
+    }
     // Warm the HTTP path and the runtime's lazy set-up before calling the process idle.
     for _ in 0..10 {
         Client::new(addr, ConnMode::New).get("/health")?;

@@ -139,12 +139,38 @@ pub fn missing_import_hint(module: &str, name: &str) -> &'static str {
     }
 }
 
+/// How a build treats portable Wasm: compiled to native code (and cached on disk),
+/// interpreted (nothing to cache), or refused (a headless build runs precompiled code only).
+#[derive(Debug, Clone, Copy)]
+#[allow(
+    dead_code,
+    reason = "every build constructs only its own backend's variant"
+)]
+pub enum PortableModules {
+    Compiled,
+    Interpreted,
+    Refused,
+}
+
+impl PortableModules {
+    pub fn label(self) -> &'static str {
+        match self {
+            PortableModules::Compiled => "compiled",
+            PortableModules::Interpreted => "interpreted",
+            PortableModules::Refused => "refused",
+        }
+    }
+}
+
 /// A Wasm runtime: prepares modules once per container and runs fresh instances of them.
 pub trait Backend: Send + Sync + Sized + 'static {
     /// A module ready to instantiate: compiled, linked, pre-instantiated.
     type Module: Send + Sync + 'static;
 
     const RUNTIME: RuntimeId;
+
+    /// What this build does with portable Wasm at /init, as `GET /health` reports it.
+    const PORTABLE_MODULES: PortableModules;
 
     fn new(settings: &BackendSettings) -> anyhow::Result<Self>;
 

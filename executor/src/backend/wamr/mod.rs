@@ -23,8 +23,8 @@ use self::{
     watchdog::Watchdog,
 };
 use super::{
-    Activation, Backend, BackendSettings, GuestExit, ModuleSpec, PrepareError, PrepareInput,
-    missing_import_hint,
+    Activation, Backend, BackendSettings, GuestExit, ModuleSpec, PortableModules, PrepareError,
+    PrepareInput, missing_import_hint,
 };
 use crate::net;
 
@@ -56,6 +56,8 @@ impl Backend for WamrBackend {
     type Module = PreparedModule;
 
     const RUNTIME: RuntimeId = RuntimeId::Wamr;
+
+    const PORTABLE_MODULES: PortableModules = PortableModules::Interpreted;
 
     fn new(settings: &BackendSettings) -> anyhow::Result<Self> {
         let version = wamr_runtime_sys::WAMR_VERSION;

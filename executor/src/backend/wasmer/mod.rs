@@ -26,7 +26,8 @@ use self::{
     wasi::WasiCtx,
 };
 use super::{
-    Activation, Backend, BackendSettings, GuestExit, ModuleSpec, PrepareError, PrepareInput,
+    Activation, Backend, BackendSettings, GuestExit, ModuleSpec, PortableModules, PrepareError,
+    PrepareInput,
 };
 
 pub struct WasmerBackend {
@@ -47,6 +48,11 @@ impl Backend for WasmerBackend {
     type Module = PreparedModule;
 
     const RUNTIME: RuntimeId = RuntimeId::Wasmer;
+
+    #[cfg(feature = "wasmer")]
+    const PORTABLE_MODULES: PortableModules = PortableModules::Compiled;
+    #[cfg(not(feature = "wasmer"))]
+    const PORTABLE_MODULES: PortableModules = PortableModules::Refused;
 
     fn new(settings: &BackendSettings) -> anyhow::Result<Self> {
         let engine = engine::build();

@@ -15,8 +15,8 @@ use wasmtime_wasi::{FsPerms, I32Exit, WasiCtxBuilder, p1::WasiP1Ctx, p2::pipe::M
 
 use self::{http_import::HeldBody, stdio::CaptureStream};
 use super::{
-    Activation, Backend, BackendSettings, GuestExit, ModuleSpec, PrepareError, PrepareInput,
-    disk_cache::DiskCache, missing_import_hint,
+    Activation, Backend, BackendSettings, GuestExit, ModuleSpec, PortableModules, PrepareError,
+    PrepareInput, disk_cache::DiskCache, missing_import_hint,
 };
 use crate::{logs::Stream, net::HttpGetter};
 
@@ -76,6 +76,8 @@ impl Backend for WasmtimeBackend {
     type Module = PreparedModule;
 
     const RUNTIME: RuntimeId = RuntimeId::Wasmtime;
+
+    const PORTABLE_MODULES: PortableModules = PortableModules::Compiled;
 
     fn new(settings: &BackendSettings) -> anyhow::Result<Self> {
         let (engine, allocator) = engine::build(settings)?;
