@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-step() { printf '\n==> %s\n' "$*"; }
+# shellcheck source=scripts/common.sh
+source scripts/common.sh
 started=$SECONDS
 
 step "guest actions (wasm32-wasip1)"

@@ -20,25 +20,14 @@ EXECUTOR=(-p wasm-executor --no-default-features --features wasm-executor/wamr)
 PRECOMPILER=(-p wasm-precompile-wamr)
 OTHERS=(-p wamr-profile -p wamr-source -p wamr-runtime-sys -p wamr-compiler-sys)
 
-step() { printf '\n==> %s\n' "$*"; }
+# shellcheck source=scripts/common.sh
+source scripts/common.sh
 
 deps() {
     # cmake builds WAMR; bindgen needs libclang; the fast interpreter's SIMD uses SIMDe headers
     # (WAMR's cmake would download them); the AOT compiler builds against LLVM 19, the version
     # of the guests' clang-19.
-    local packages=(cmake libclang-dev libsimde-dev llvm-19-dev)
-    local missing=() p
-    for p in "${packages[@]}"; do
-        dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
-    done
-    [[ ${#missing[@]} -eq 0 ]] && return 0
-    local sudo=()
-    [[ $(id -u) -ne 0 ]] && sudo=(sudo)
-    step "installing ${missing[*]}"
-    if ! "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"; then
-        "${sudo[@]}" apt-get update
-        "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
-    fi
+    ensure_packages cmake libclang-dev libsimde-dev llvm-19-dev
 }
 
 build() {

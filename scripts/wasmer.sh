@@ -21,24 +21,13 @@ OUT="${CARGO_TARGET_DIR:-target}/release"
 FULL=(-p wasm-executor -p wasm-precompile-wasmer -p wasmer-profile -p wasmer-metering --no-default-features --features wasm-executor/wasmer)
 HEADLESS=(-p wasm-executor --no-default-features --features wasmer-headless)
 
-step() { printf '\n==> %s\n' "$*"; }
+# shellcheck source=scripts/common.sh
+source scripts/common.sh
 
 deps() {
     # llvm-22 comes from Debian 12's security suite; libzstd-dev is what LLVM's static
     # libraries link against and llvm-22-dev does not pull in.
-    local packages=(llvm-22-dev libpolly-22-dev libzstd-dev libz3-dev libxml2-dev libffi-dev zlib1g-dev)
-    local missing=() p
-    for p in "${packages[@]}"; do
-        dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
-    done
-    [[ ${#missing[@]} -eq 0 ]] && return 0
-    local sudo=()
-    [[ $(id -u) -ne 0 ]] && sudo=(sudo)
-    step "installing ${missing[*]}"
-    if ! "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"; then
-        "${sudo[@]}" apt-get update
-        "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
-    fi
+    ensure_packages llvm-22-dev libpolly-22-dev libzstd-dev libz3-dev libxml2-dev libffi-dev zlib1g-dev
 }
 
 build() {
