@@ -8,7 +8,7 @@ RUNTIME ?= wasmtime
 .PHONY: demo test build actions actions-native pack clippy fmt fmt-check \
         build-wasmtime test-wasmtime test-openwhisk-patch bench bench-quick clean \
         build-wasmer build-wasmer-headless precompiler-wasmer test-wasmer bench-wasmer \
-        build-wamr precompiler-wamr test-wamr bench-wamr
+        build-wamr precompiler-wamr test-wamr bench-wamr evaluate evaluate-quick
 
 demo:
 	scripts/demo.sh
@@ -81,6 +81,12 @@ fmt-check:
 
 bench: build actions
 	eval/first-measurements.sh
+
+evaluate:
+	eval/evaluate.sh
+
+evaluate-quick:
+	eval/evaluate.sh --quick
 
 bench-quick: build actions
 	eval/first-measurements.sh --quick

@@ -2,7 +2,9 @@
 # Runs every test of the project on a fresh machine: installs what is missing (Debian packages
 # for the guest toolchain via actions/build.sh), builds the executor, precompiler and example
 # actions once, checks formatting and lints, runs the conformance suite and unit tests, the
-# OpenWhisk patch's tests against the real executor, and the benchmark harness in quick mode.
+# OpenWhisk patch's tests against the real executor, the wasmer and WAMR backends, the Docker
+# baseline's proxy, and the benchmark and evaluation harnesses in quick mode (the evaluation
+# starts its own Docker engine and runs the JMeter plans).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -44,5 +46,13 @@ step "WAMR backend (interpreter + AOT): lints, unit tests, conformance suite, WA
 wamr_started=$SECONDS
 scripts/wamr.sh test
 step "WAMR part took $((SECONDS - wamr_started)) s"
+
+step "Docker baseline: the action proxy's tests"
+(cd eval/baseline/proxy && go test ./...)
+
+step "evaluation harness (quick mode): every backend against the Docker baseline, JMeter plans"
+eval_started=$SECONDS
+eval/evaluate.sh --quick
+step "evaluation part took $((SECONDS - eval_started)) s"
 
 step "all tests passed in $((SECONDS - started)) s"

@@ -2,7 +2,7 @@
 
 use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
-use clap::Parser;
+use clap::{Parser, ValueEnum};
 
 /// Runs OpenWhisk actions as WebAssembly modules behind OpenWhisk's action-container protocol.
 ///
@@ -17,6 +17,18 @@ pub struct Config {
     /// Threads in the blocking pool that runs guest code and compiles modules.
     #[arg(long, env = "WASM_EXECUTOR_POOL_THREADS", default_value_t = 64)]
     pub pool_threads: usize,
+
+    /// Where guest work (prepare at /init, the guest at /run) runs once admitted. `pool`: on
+    /// the blocking pool, while the HTTP workers stay free. `async`: the async (tokio) worker
+    /// handling the request blocks until the guest job is done, so the workers serve nothing
+    /// else meanwhile; the design the pool replaced, kept only for the evaluation.
+    #[arg(
+        long,
+        env = "WASM_EXECUTOR_GUEST_EXECUTION",
+        value_enum,
+        default_value_t = GuestExecution::Pool
+    )]
+    pub guest_execution: GuestExecution,
 
     /// Activations (and inits) executing at once; each holds one Wasm instance.
     #[arg(long, env = "WASM_EXECUTOR_MAX_CONCURRENT", default_value_t = 64)]
@@ -96,6 +108,15 @@ pub struct Config {
     /// Largest response body (KB) one HTTP GET may return to a guest.
     #[arg(long, env = "WASM_EXECUTOR_NET_MAX_BODY_KB", default_value_t = 4096)]
     pub net_max_body_kb: u64,
+}
+
+/// Where admitted guest work runs (`--guest-execution`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GuestExecution {
+    /// On the bounded blocking pool (`--pool-threads`); the async workers only wait for it.
+    Pool,
+    /// Blocking the async worker that handles the request (for the evaluation only).
+    Async,
 }
 
 impl Config {

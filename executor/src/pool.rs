@@ -1,13 +1,20 @@
 //! The bounded pool that runs blocking guest work (instantiation, execution, compilation) off
 //! the async workers, with admission control: a fixed number of slots, a bounded wait queue,
 //! and an immediate "overloaded" answer beyond it (the executor turns it into a 503).
+//! `--guest-execution async` keeps the admission control but makes the async worker block
+//! while the guest runs, for the evaluation's comparison of threading models.
 
-use std::sync::{
-    Arc,
-    atomic::{AtomicUsize, Ordering},
+use std::{
+    panic::AssertUnwindSafe,
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
 };
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
+
+use crate::config::GuestExecution;
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -25,6 +32,7 @@ pub struct ExecutionPool {
     queued: AtomicUsize,
     queue_depth: usize,
     jobs: crossbeam_channel::Sender<Job>,
+    mode: GuestExecution,
 }
 
 /// Releases a queue place however the waiting future ends (including client disconnects).
@@ -37,7 +45,12 @@ impl Drop for QueuePlace<'_> {
 }
 
 impl ExecutionPool {
-    pub fn new(threads: usize, max_running: usize, queue_depth: usize) -> anyhow::Result<Self> {
+    pub fn new(
+        threads: usize,
+        max_running: usize,
+        queue_depth: usize,
+        mode: GuestExecution,
+    ) -> anyhow::Result<Self> {
         // A multi-consumer channel: idle workers wait on it directly, with no lock to contend
         // for on every hand-off.
         let (tx, rx) = crossbeam_channel::unbounded::<Job>();
@@ -57,23 +70,50 @@ impl ExecutionPool {
             queued: AtomicUsize::new(0),
             queue_depth,
             jobs: tx,
+            mode,
         })
     }
 
     /// Runs `job` on a pool thread once a slot is free, waiting in the bounded queue if needed.
+    ///
+    /// In `GuestExecution::Async` the calling async worker then blocks until the job is done
+    /// instead of awaiting it, so it serves nothing else meanwhile (the design the pool
+    /// replaced, kept for the evaluation). The job still runs on a pool thread rather than on
+    /// the worker itself: wasmtime-wasi's synchronous WASI calls enter the ambient tokio
+    /// runtime with `block_on`, which panics on a runtime worker. Both modes thus pay the
+    /// same hand-off and differ only in whether the worker is free while the guest runs.
     pub async fn run<R: Send + 'static>(
         &self,
         job: impl FnOnce() -> R + Send + 'static,
     ) -> Result<R, PoolError> {
         let permit = self.admit().await?;
-        let (tx, rx) = oneshot::channel();
-        let job: Job = Box::new(move || {
-            let result = job();
-            drop(permit);
-            let _ = tx.send(result);
-        });
-        self.jobs.send(job).map_err(|_| PoolError::WorkerLost)?;
-        rx.await.map_err(|_| PoolError::WorkerLost)
+        match self.mode {
+            GuestExecution::Pool => {
+                let (tx, rx) = oneshot::channel();
+                self.dispatch(job, permit, move |result| {
+                    let _ = tx.send(result);
+                })?;
+                rx.await.map_err(|_| PoolError::WorkerLost)?
+            }
+            GuestExecution::Async => {
+                let (tx, rx) = crossbeam_channel::bounded(1);
+                self.dispatch(job, permit, move |result| {
+                    let _ = tx.send(result);
+                })?;
+                rx.recv().map_err(|_| PoolError::WorkerLost)?
+            }
+        }
+    }
+
+    /// Hands an admitted job to the pool threads; `reply` gets its result or `WorkerLost`.
+    fn dispatch<R>(
+        &self,
+        job: impl FnOnce() -> R + Send + 'static,
+        permit: OwnedSemaphorePermit,
+        reply: impl FnOnce(Result<R, PoolError>) + Send + 'static,
+    ) -> Result<(), PoolError> {
+        let job: Job = Box::new(move || reply(run_admitted(job, permit)));
+        self.jobs.send(job).map_err(|_| PoolError::WorkerLost)
     }
 
     async fn admit(&self) -> Result<OwnedSemaphorePermit, PoolError> {
@@ -106,14 +146,23 @@ impl ExecutionPool {
     }
 }
 
+/// Runs an admitted job and gives its slot back however it ends. A panicking job is reported
+/// as a lost worker (an internal error) and leaves the pool thread alive for the next job.
+fn run_admitted<R>(job: impl FnOnce() -> R, permit: OwnedSemaphorePermit) -> Result<R, PoolError> {
+    let result = std::panic::catch_unwind(AssertUnwindSafe(job));
+    drop(permit);
+    result.map_err(|_| PoolError::WorkerLost)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::time::Duration;
 
-    #[tokio::test]
-    async fn overload_is_refused_not_queued_forever() {
-        let pool = Arc::new(ExecutionPool::new(1, 1, 1).unwrap());
+    /// One slot, one queue place: a second job waits, a third is refused, and both admitted
+    /// jobs get their results.
+    async fn overload_is_refused_not_queued_forever(mode: GuestExecution) {
+        let pool = Arc::new(ExecutionPool::new(1, 1, 1, mode).unwrap());
         let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
         let busy = {
             let pool = Arc::clone(&pool);
@@ -137,5 +186,71 @@ mod tests {
         assert!(busy.await.unwrap().is_ok());
         assert_eq!(queued.await.unwrap().unwrap(), 7);
         assert_eq!(pool.queued(), 0);
+        assert_eq!(pool.running(), 0);
+    }
+
+    /// A panicking job is a lost worker, gives its slot back, and the (single) pool thread
+    /// runs the next job.
+    async fn a_panicking_job_frees_its_slot(mode: GuestExecution) {
+        let pool = ExecutionPool::new(1, 1, 0, mode).unwrap();
+        let lost = pool.run(|| -> u32 { panic!("guest job panics (expected by this test)") });
+        assert!(matches!(lost.await, Err(PoolError::WorkerLost)));
+        assert_eq!(pool.running(), 0);
+        assert_eq!(pool.run(|| 9).await.unwrap(), 9);
+    }
+
+    #[tokio::test]
+    async fn pool_mode_refuses_overload() {
+        overload_is_refused_not_queued_forever(GuestExecution::Pool).await;
+    }
+
+    #[tokio::test]
+    async fn pool_mode_survives_a_panicking_job() {
+        a_panicking_job_frees_its_slot(GuestExecution::Pool).await;
+    }
+
+    // Async mode blocks the worker that runs `busy` until the job ends: two workers, so the
+    // queued job can still wait for its slot on the other one.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn async_mode_refuses_overload() {
+        overload_is_refused_not_queued_forever(GuestExecution::Async).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn async_mode_survives_a_panicking_job() {
+        a_panicking_job_frees_its_slot(GuestExecution::Async).await;
+    }
+
+    /// In async mode the job's result comes back on the calling worker, which stays busy (no
+    /// other task runs on it) until the job is done.
+    #[tokio::test(flavor = "current_thread")]
+    async fn async_mode_blocks_the_calling_worker() {
+        let pool = ExecutionPool::new(1, 1, 0, GuestExecution::Async).unwrap();
+        let ticks = Arc::new(AtomicUsize::new(0));
+        let ticker = {
+            let ticks = Arc::clone(&ticks);
+            tokio::spawn(async move {
+                loop {
+                    ticks.fetch_add(1, Ordering::AcqRel);
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let before = ticks.load(Ordering::Acquire);
+        let result = pool
+            .run(|| {
+                std::thread::sleep(Duration::from_millis(100));
+                42
+            })
+            .await;
+        assert_eq!(result.unwrap(), 42);
+        assert_eq!(
+            ticks.load(Ordering::Acquire),
+            before,
+            "no other task ran on the worker while the guest job ran"
+        );
+        assert_eq!(pool.running(), 0);
+        ticker.abort();
     }
 }

@@ -86,6 +86,7 @@ impl Executor {
             config.pool_threads,
             config.max_concurrent,
             config.queue_depth,
+            config.guest_execution,
         )?;
         let net = Arc::new(HttpGetter::new(
             config.net_allow.clone(),

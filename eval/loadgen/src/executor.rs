@@ -27,6 +27,8 @@ pub struct ExecutorOptions {
     pub log_filter: String,
     /// Where its stderr goes.
     pub log_path: PathBuf,
+    /// More flags, passed as given.
+    pub extra_args: Vec<String>,
 }
 
 /// A running executor; killed if dropped without [`ExecutorProcess::stop`].
@@ -55,6 +57,7 @@ impl ExecutorProcess {
         if let Some(key) = &options.trusted_key {
             command.arg("--trusted-key").arg(key);
         }
+        command.args(&options.extra_args);
         let child = command
             .spawn()
             .with_context(|| format!("starting {}", options.binary.display()))?;

@@ -148,6 +148,7 @@ fn measure_all(
                 trusted_key: Some(artifact.public_key.clone()),
                 log_filter: "warn".into(),
                 log_path: dir.join(format!("executor-{code}.log")),
+                extra_args: Vec::new(),
             };
             let executor = ExecutorProcess::start(&options)?;
             let result = measure(
@@ -246,6 +247,11 @@ fn measure(
         init: Summary::of_ns(inits),
         warm_run: Summary::of_ns(runs),
     })
+}
+
+/// Resident memory of process `pid` in bytes, if it runs.
+pub fn rss_bytes(pid: u32) -> Option<u64> {
+    rss(pid).ok().map(|r| r.total_kib * 1024)
 }
 
 fn rss(pid: u32) -> anyhow::Result<Rss> {

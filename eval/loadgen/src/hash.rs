@@ -214,6 +214,7 @@ fn measure(
             trusted_key: Some(artifact.public_key.clone()),
             log_filter: "warn".into(),
             log_path: dir.join("executor.log"),
+            extra_args: Vec::new(),
         })?;
         let health = Client::new(process.addr, ConnMode::New).get("/health")?;
         let info: serde_json::Value = serde_json::from_slice(&health.body)?;

@@ -1,18 +1,24 @@
 //! `wasm-bench`: benchmarks the wasm-executor over its HTTP API with per-request records.
-//! `wasm-bench first` runs the first measurement suite (see eval/README.md); `hash` and
-//! `footprint` compare executor builds (CPU-bound throughput; memory per container).
+//! `wasm-bench evaluate` runs the evaluation against the Docker baseline (eval/RESULTS.md);
+//! `gateway` fronts a platform for JMeter; `first` runs the first measurement suite (see
+//! eval/README.md); `hash` and `footprint` compare executor builds.
 
 mod breakdown;
 mod cpu;
 mod driver;
+mod evaluation;
 mod executor;
 mod footprint;
+mod gateway;
 mod hash;
 mod http;
+mod invoker;
 mod metrics;
+mod platform;
 mod precompile;
 mod record;
 mod report;
+mod server;
 mod serverlog;
 mod stats;
 mod suite;
@@ -47,6 +53,12 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// The evaluation against the vanilla Docker baseline: cold starts, I/O-, CPU-bound, mixed
+    /// and realistic load, access patterns, memory, threading model, on every platform given.
+    Evaluate(evaluation::EvaluateArgs),
+    /// Serves `POST /invoke/{action}` through an OpenWhisk-like pool on one platform (for the
+    /// JMeter plans in eval/jmeter) until SIGINT or SIGTERM.
+    Gateway(gateway::GatewayArgs),
     /// The first measurements: /init latency, warm no-op overhead, fresh-instance cost,
     /// throughput at rising concurrency. Paths are relative to the current directory.
     First(FirstArgs),
@@ -112,6 +124,8 @@ fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     match Cli::parse().command {
+        Command::Evaluate(args) => evaluation::run(&args),
+        Command::Gateway(args) => gateway::run(&args),
         Command::First(args) => first(args),
         Command::Hash(args) => hash::run(&args),
         Command::Footprint(args) => footprint::run(&args),

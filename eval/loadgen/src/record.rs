@@ -30,20 +30,28 @@ pub struct Record {
 
 /// Writes `records` as CSV to `path` (created or replaced; gzipped if it ends in `.gz`).
 pub fn write_csv(path: &Path, records: &[Record]) -> anyhow::Result<()> {
+    write_file(path, |out| write_rows(out, records))
+}
+
+/// Creates or replaces `path` with what `rows` writes, gzipped if the name ends in `.gz`.
+pub fn write_file(
+    path: &Path,
+    rows: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
     let file =
         std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
     let file = std::io::BufWriter::new(file);
     let written = if path.extension().is_some_and(|e| e == "gz") {
         let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
-        write_rows(&mut gz, records).and_then(|()| gz.finish()?.flush())
+        rows(&mut gz).and_then(|()| gz.finish()?.flush())
     } else {
         let mut out = file;
-        write_rows(&mut out, records).and_then(|()| out.flush())
+        rows(&mut out).and_then(|()| out.flush())
     };
     written.with_context(|| format!("writing {}", path.display()))
 }
 
-fn write_rows(out: &mut impl Write, records: &[Record]) -> std::io::Result<()> {
+fn write_rows(out: &mut dyn Write, records: &[Record]) -> std::io::Result<()> {
     writeln!(
         out,
         "scenario,client,seq,warmup,start_ns,latency_ns,status,server_us"

@@ -95,6 +95,11 @@ impl Executor {
 
     /// Starts the executor with extra flags and waits until `/health` answers.
     pub fn start_with(extra: &[&str]) -> Self {
+        Self::start_with_env(extra, &[])
+    }
+
+    /// Like `start_with`, with extra environment variables for the executor process.
+    pub fn start_with_env(extra: &[&str], env: &[(&str, &str)]) -> Self {
         let cache = ScratchDir::new("cache");
         let addr = free_port();
         let mut command = Command::new(env!("CARGO_BIN_EXE_wasm-executor"));
@@ -110,6 +115,7 @@ impl Executor {
         let child = command
             .args(extra)
             .env("RUST_LOG", "warn")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()

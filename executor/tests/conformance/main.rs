@@ -6,6 +6,7 @@ mod harness;
 mod artifacts;
 mod bad_input;
 mod capabilities;
+mod guest_execution;
 mod isolation;
 mod limits;
 mod observability;

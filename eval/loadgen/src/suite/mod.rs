@@ -119,6 +119,7 @@ impl Env {
             trusted_key: trusted_key.map(Path::to_path_buf),
             log_filter: log_filter.to_owned(),
             log_path: self.scratch.join(format!("executor-{name}.log")),
+            extra_args: Vec::new(),
         })
     }
 

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Reproduces the evaluation (eval/RESULTS.md) on this machine with one command: builds what is
+# missing, starts our own Docker engine for the baseline, runs every experiment on every
+# executor build and on the Docker baseline and the native binary, plots, and runs the JMeter
+# plans against the executor and against the baseline.
+#
+#   eval/evaluate.sh                 # full mode: every backend, about 45-60 min of measuring
+#   eval/evaluate.sh --quick         # tiny sizes, a few minutes: CI runs this so nothing rots
+#
+# Options:
+#   --backends LIST   executor builds to evaluate (default: wasmtime,wasmer,wamr in full mode,
+#                     built with scripts/wasmer.sh and scripts/wamr.sh when missing; in quick
+#                     mode only those already built besides wasmtime)
+#   --out DIR         results (default eval/results/evaluation; quick: target/eval-quick/evaluation)
+#   --no-jmeter       skip the JMeter plans
+#   -- ARGS           passed on to `wasm-bench evaluate` (e.g. --experiments cold,cpu)
+#
+# Needs root (or sudo) the first time: it installs Debian's docker.io for the baseline engine.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=scripts/common.sh
+source scripts/common.sh
+
+quick=0
+backends=""
+out=""
+jmeter=1
+extra=()
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+    --quick) quick=1 ;;
+    --backends) backends="$2"; shift ;;
+    --out) out="$2"; shift ;;
+    --no-jmeter) jmeter=0 ;;
+    --) shift; extra=("$@"); break ;;
+    -h | --help) sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "evaluate.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+    shift
+done
+if [[ -z "$out" ]]; then
+    if [[ $quick == 1 ]]; then out=target/eval-quick/evaluation; else out=eval/results/evaluation; fi
+fi
+started=$SECONDS
+bin=target/release
+ensure_packages curl
+
+step "actions: Wasm, native twins, and hash built three ways"
+actions/build.sh
+actions/build.sh --native add echo hash net
+actions/build.sh --variants hash
+actions/build.sh --native --variants hash
+
+step "executor (wasmtime), precompiler, wasm-bench"
+cargo build --release --locked
+cp "$bin/wasm-executor" "$bin/wasm-executor-wasmtime"
+
+if [[ -z "$backends" ]]; then
+    backends=wasmtime
+    for b in wasmer wamr; do
+        if [[ $quick == 0 || -x "$bin/wasm-executor-$b" ]]; then backends+=",$b"; fi
+    done
+fi
+IFS=, read -r -a backend_list <<<"$backends"
+for b in "${backend_list[@]}"; do
+    case "$b" in
+    wasmtime) ;;
+    wasmer | wamr)
+        if [[ ! -x "$bin/wasm-executor-$b" || ! -x "$bin/wasm-precompile-$b" ]]; then
+            step "building the $b executor and precompiler"
+            "scripts/$b.sh" build
+        fi
+        ;;
+    *) echo "evaluate.sh: unknown backend $b" >&2; exit 2 ;;
+    esac
+done
+
+step "Docker engine for the baseline (our own, under target/dockerd)"
+eval/baseline/dockerd.sh start
+eval "$(eval/baseline/dockerd.sh env)"
+trap 'eval/baseline/dockerd.sh stop >/dev/null 2>&1 || true' EXIT
+eval/baseline/build-images.sh add echo hash net \
+    hash.lto=actions/dist/variants/native/hash.lto \
+    hash.release=actions/dist/variants/native/hash.release \
+    hash.debug=actions/dist/variants/native/hash.debug
+
+step "experiments on ${backends}, docker, native"
+mode=()
+[[ $quick == 1 ]] && mode=(--quick)
+"$bin/wasm-bench" evaluate "${mode[@]}" --platforms "$backends,docker,native" --out "$out" "${extra[@]}"
+
+step "plots"
+python3 eval/plot.py "$out"
+
+# run_jmeter PLATFORM PLAN USER_MEMORY_MB: a gateway on PLATFORM with an OpenWhisk-like pool of
+# that much user memory, the JMeter plan through Maven against it, the gateway stopped again.
+run_jmeter() {
+    local platform=$1 plan=$2 memory=$3 port gateway status=0 log
+    port=$((18080 + RANDOM % 1000))
+    log="$out/jmeter/gateway-$platform-$plan.log"
+    "$bin/wasm-bench" gateway --platform "$platform" --listen "127.0.0.1:$port" \
+        --user-memory-mb "$memory" >"$log" 2>&1 &
+    gateway=$!
+    for _ in $(seq 1 600); do
+        curl -fsS "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
+        kill -0 "$gateway" 2>/dev/null || { cat "$log" >&2; return 1; }
+        sleep 0.1
+    done
+    eval/jmeter/run.sh --port "$port" --plan "$plan" "${jmeter_mode[@]}" \
+        --out "$out/jmeter/$platform" -- "${jmeter_props[@]}" || status=$?
+    kill -TERM "$gateway"
+    wait "$gateway" || true
+    return "$status"
+}
+
+if [[ $jmeter == 1 ]]; then
+    step "JMeter plans against the executor (wasmtime) and the Docker baseline"
+    mkdir -p "$out/jmeter"
+    jmeter_mode=()
+    # Full mode: the plans' sizes scaled to this 2-core machine (see eval/jmeter/README.md).
+    jmeter_props=(-Jclients=8 -Jrounds=4 -Jmax_threads=8 -Jramp_interval=2 -Jhold=20
+        -Jthreads=8 -Jduration=60 -Jthink_ms=200)
+    if [[ $quick == 1 ]]; then
+        jmeter_mode=(--quick)
+        jmeter_props=()
+    fi
+    for platform in wasmtime docker; do
+        # Cold starts and the realistic mix with OpenWhisk's default pool (1024 MB, 256 MB
+        # containers); the mixed plan with room for every client's two containers.
+        run_jmeter "$platform" cold-start 1024
+        run_jmeter "$platform" mixed 8192
+        run_jmeter "$platform" realistic 1024
+    done
+fi
+
+step "evaluation done in $((SECONDS - started)) s: $out/summary.md, plots in $out/plots"

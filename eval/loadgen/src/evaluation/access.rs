@@ -1,0 +1,87 @@
+//! Experiment 6, the access patterns of Hall and Ramachandran, each through a fresh
+//! OpenWhisk-like pool with room for every client's container: a single client calling one
+//! action again and again (one cold start, then warm), many clients each calling their own
+//! action once at the same moment (all cold), and many clients each calling their own action
+//! again and again.
+
+use std::{
+    sync::{Arc, Barrier},
+    time::{Duration, Instant},
+};
+
+use super::{Context, sample::Sample};
+use crate::{
+    invoker::{Invoker, PoolConfig},
+    platform::Platform,
+};
+
+/// The three patterns: label, clients, requests per client.
+fn patterns(ctx: &Context) -> [(&'static str, usize, usize); 3] {
+    let s = &ctx.sizes;
+    [
+        ("single_client_multiple_access", 1, s.access_requests),
+        ("multiple_clients_single_access", s.access_clients, 1),
+        (
+            "multiple_clients_multiple_access",
+            s.access_clients,
+            s.access_requests,
+        ),
+    ]
+}
+
+pub fn run(platform: Arc<dyn Platform>, ctx: &Context) -> anyhow::Result<Vec<Sample>> {
+    let mut samples = Vec::new();
+    for (pattern, clients, requests) in patterns(ctx) {
+        let config = PoolConfig {
+            user_memory_mb: 256 * clients as u64,
+            ..PoolConfig::openwhisk(Duration::from_secs(600))
+        };
+        let invoker = Invoker::start(Arc::clone(&platform), config);
+        let barrier = Arc::new(Barrier::new(clients));
+        let name = platform.name().to_owned();
+        let parts: Vec<Vec<Sample>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..clients)
+                .map(|client| {
+                    let invoker = Arc::clone(&invoker);
+                    let barrier = Arc::clone(&barrier);
+                    let action = ctx.action(&*platform, &format!("{pattern}-{client}"), "echo");
+                    let name = name.clone();
+                    scope.spawn(move || {
+                        barrier.wait();
+                        (0..requests)
+                            .map(|seq| {
+                                let start = Instant::now();
+                                let activation = invoker.invoke(&action, &serde_json::json!({}));
+                                let (status, cold) = match activation {
+                                    Ok(a) => (a.result.status, a.cold),
+                                    Err(error) => {
+                                        tracing::warn!(platform = %name, %error, "activation failed");
+                                        (0, false)
+                                    }
+                                };
+                                Sample {
+                                    platform: name.clone(),
+                                    scenario: pattern.into(),
+                                    level: clients as u32,
+                                    client: client as u32,
+                                    seq: seq as u64,
+                                    start_ns: start.duration_since(ctx.epoch).as_nanos() as u64,
+                                    latency_ns: start.elapsed().as_nanos() as u64,
+                                    status,
+                                    cold,
+                                    action: action.name.clone(),
+                                    ..Sample::default()
+                                }
+                            })
+                            .collect()
+                    })
+                })
+                .collect();
+            handles.into_iter().filter_map(|h| h.join().ok()).collect()
+        });
+        invoker.shutdown();
+        samples.extend(parts.into_iter().flatten());
+        tracing::info!(platform = %name, pattern, "access pattern done");
+    }
+    Ok(samples)
+}

@@ -1,0 +1,82 @@
+//! Experiment 7, memory: what the host pays per warm container of `hash` built three ways
+//! (release with LTO, release, debug). For the executor: its RSS growth per container, over
+//! its idle RSS. For Docker: the container's own memory (its cgroup, as `docker stats` counts
+//! it) plus its containerd shim, plus the engine's growth per container.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::Context;
+use crate::platform::Platform;
+
+/// The three builds of `hash` (files `hash.<variant>.wasm` and native `hash.<variant>`).
+pub const VARIANTS: [&str; 3] = ["lto", "release", "debug"];
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MemoryRow {
+    pub platform: String,
+    pub variant: String,
+    pub containers: usize,
+    /// The platform's own processes before any container (executor; dockerd + containerd).
+    pub idle_mib: f64,
+    /// Host memory per warm container, MiB.
+    pub per_container_mib: f64,
+    /// Warm containers that fit in 1 GiB at that rate.
+    pub per_gib: f64,
+}
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// Creates `containers` warm containers of `hash.<variant>` (each run once) and measures.
+pub fn measure(platform: &dyn Platform, ctx: &Context, variant: &str) -> anyhow::Result<MemoryRow> {
+    let settle = || std::thread::sleep(Duration::from_millis(300));
+    settle();
+    let idle = platform.own_memory().unwrap_or(0);
+    let n = ctx.sizes.memory_containers;
+    let mut containers = Vec::new();
+    let module = format!("hash.{variant}");
+    let mut result = Ok(());
+    for k in 0..n {
+        let action = ctx.action(platform, &format!("mem-{variant}-{k}"), &module);
+        match platform.create(&action).and_then(|mut c| {
+            let run = c.run(&action.params(&serde_json::json!({"iterations": 1000})))?;
+            anyhow::ensure!(run.ok(), "hash answered {}", run.status);
+            Ok(c)
+        }) {
+            Ok(c) => containers.push(c),
+            Err(error) => {
+                result = Err(error);
+                break;
+            }
+        }
+    }
+    settle();
+    let after = platform.own_memory().unwrap_or(0);
+    let own: u64 = containers.iter().filter_map(|c| c.memory()).sum();
+    for c in containers {
+        if let Err(error) = c.remove() {
+            tracing::warn!(%error, "removing a container failed");
+        }
+    }
+    result?;
+    let per = (after.saturating_sub(idle) + own) as f64 / n.max(1) as f64 / MIB;
+    tracing::info!(
+        platform = platform.name(),
+        variant,
+        per_container_mib = per,
+        "memory measured"
+    );
+    Ok(MemoryRow {
+        platform: platform.name().to_owned(),
+        variant: variant.to_owned(),
+        containers: n,
+        idle_mib: idle as f64 / MIB,
+        per_container_mib: per,
+        per_gib: if per > 0.0 {
+            1024.0 / per
+        } else {
+            f64::INFINITY
+        },
+    })
+}

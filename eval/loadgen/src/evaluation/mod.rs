@@ -1,0 +1,445 @@
+//! `wasm-bench evaluate`: the evaluation against the vanilla Docker baseline. Every experiment
+//! runs on every platform given (executor builds, Docker, the native binary bare), one platform
+//! after the other in one run, and everything lands as CSV records plus a summary of ratios.
+
+mod access;
+mod cold;
+mod load;
+mod memory;
+mod mixed;
+mod realistic;
+pub mod sample;
+mod summary;
+mod throughput;
+
+use std::{
+    net::{Ipv4Addr, SocketAddr},
+    path::PathBuf,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context as _, bail};
+use clap::Args;
+use serde::Serialize;
+use serde_json::json;
+
+use crate::{
+    platform::{
+        Action, Platform,
+        docker::DockerPlatform,
+        native::NativePlatform,
+        wasm::{WasmOptions, WasmPlatform},
+    },
+    report::{Machine, Start},
+    server,
+};
+use sample::Sample;
+use throughput::Workload;
+
+/// The I/O-bound actions' server answers after this long (the thesis's 300 ms).
+const IO_DELAY: Duration = Duration::from_millis(300);
+
+#[derive(Debug, Args)]
+pub struct EvaluateArgs {
+    /// Platforms in the order they run: executor builds `wasmtime`, `wasmer`, `wamr` (each
+    /// needs --executor-<name>), `docker` (the baseline) and `native` (the binary bare).
+    #[arg(long, value_delimiter = ',', default_value = "wasmtime,docker,native")]
+    platforms: Vec<String>,
+    /// Experiments to run: cold, io, cpu, mixed, realistic, access, memory, threading.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "cold,io,cpu,mixed,realistic,access,memory,threading"
+    )]
+    experiments: Vec<String>,
+    #[arg(long, default_value = "target/release/wasm-executor-wasmtime")]
+    executor_wasmtime: PathBuf,
+    #[arg(long, default_value = "target/release/wasm-executor-wasmer")]
+    executor_wasmer: PathBuf,
+    #[arg(long, default_value = "target/release/wasm-executor-wamr")]
+    executor_wamr: PathBuf,
+    /// The precompiler front end (`wasm-precompile-<runtime>` next to it).
+    #[arg(long, default_value = "target/release/wasm-precompile")]
+    precompiler: PathBuf,
+    /// Built Wasm actions (`<name>.wasm`, variants in `variants/`).
+    #[arg(long, default_value = "actions/dist")]
+    actions: PathBuf,
+    /// Native builds of the same actions (variants in `../variants/native/`).
+    #[arg(long, default_value = "actions/dist/native")]
+    native: PathBuf,
+    /// Baseline images are `<prefix>/<module>` (eval/baseline/build-images.sh).
+    #[arg(long, default_value = "owwasm-baseline")]
+    image_prefix: String,
+    #[arg(long, default_value = "eval/results/evaluation")]
+    out: PathBuf,
+    /// Scratch space (artifacts, executor logs); default: a new one under the temp dir.
+    #[arg(long)]
+    scratch: Option<PathBuf>,
+    /// Tiny sizes: proves the harness works in a minute or two; the figures mean nothing.
+    #[arg(long)]
+    quick: bool,
+    /// Simultaneous cold starts per level of experiment 1, e.g. 1,2,4,8,16,32.
+    #[arg(long, value_delimiter = ',')]
+    cold_levels: Option<Vec<usize>>,
+    /// Clients per level of experiment 2 (I/O-bound).
+    #[arg(long, value_delimiter = ',')]
+    io_levels: Option<Vec<usize>>,
+    /// Seconds measured per closed-loop level.
+    #[arg(long)]
+    level_secs: Option<f64>,
+}
+
+/// How much of everything.
+#[derive(Debug, Clone, Serialize)]
+pub struct Sizes {
+    pub cold_levels: Vec<usize>,
+    /// Cold starts per level (levels below it are repeated).
+    pub cold_samples: usize,
+    pub io_levels: Vec<usize>,
+    pub cpu_levels: Vec<usize>,
+    pub warmup_secs: f64,
+    pub level_secs: f64,
+    pub mixed_clients: usize,
+    pub mixed_interval_secs: f64,
+    pub mixed_hold_secs: f64,
+    pub realistic_rate: f64,
+    pub realistic_secs: f64,
+    pub realistic_idle_secs: f64,
+    pub access_clients: usize,
+    pub access_requests: usize,
+    pub memory_containers: usize,
+    pub threading_levels: Vec<usize>,
+    pub threading_secs: f64,
+}
+
+impl Sizes {
+    fn full(cores: usize) -> Sizes {
+        Sizes {
+            cold_levels: vec![1, 2, 4, 8, 12, 16, 20, 24, 28, 32],
+            cold_samples: 16,
+            io_levels: vec![1, 4, 16, 64, 128, 256],
+            cpu_levels: (1..=2 * cores).collect(),
+            warmup_secs: 1.0,
+            level_secs: 5.0,
+            mixed_clients: 16,
+            mixed_interval_secs: 2.0,
+            mixed_hold_secs: 20.0,
+            realistic_rate: 5.0,
+            realistic_secs: 90.0,
+            realistic_idle_secs: 30.0,
+            access_clients: 16,
+            access_requests: 20,
+            memory_containers: 16,
+            threading_levels: vec![1, 4, 16, 64],
+            threading_secs: 5.0,
+        }
+    }
+
+    fn quick() -> Sizes {
+        Sizes {
+            cold_levels: vec![1, 2],
+            cold_samples: 2,
+            io_levels: vec![1, 4],
+            cpu_levels: vec![1, 2],
+            warmup_secs: 0.2,
+            level_secs: 0.6,
+            mixed_clients: 2,
+            mixed_interval_secs: 0.3,
+            mixed_hold_secs: 1.0,
+            realistic_rate: 4.0,
+            realistic_secs: 2.0,
+            realistic_idle_secs: 1.0,
+            access_clients: 2,
+            access_requests: 2,
+            memory_containers: 2,
+            threading_levels: vec![2],
+            threading_secs: 0.6,
+        }
+    }
+
+    fn window(&self, secs: f64) -> (Duration, Duration) {
+        (
+            Duration::from_secs_f64(self.warmup_secs),
+            Duration::from_secs_f64(secs),
+        )
+    }
+}
+
+/// What every experiment needs besides its platform.
+pub struct Context {
+    pub sizes: Sizes,
+    pub epoch: Instant,
+    /// Port of the delay server (on loopback and on the Docker bridge's gateway).
+    delay_port: u16,
+}
+
+impl Context {
+    /// An action named `name` running `module`, with the parameters bound for `platform`.
+    pub fn action(&self, platform: &dyn Platform, name: &str, module: &str) -> Action {
+        let bound = match module {
+            "net" => {
+                json!({"url": format!("http://{}:{}/", platform.host_address(), self.delay_port)})
+            }
+            _ => json!({}),
+        };
+        Action::new(name, module, bound)
+    }
+}
+
+/// Every sample and the memory rows, by experiment.
+#[derive(Default)]
+pub struct Results {
+    pub samples: Vec<(&'static str, Vec<Sample>)>,
+    pub memory: Vec<memory::MemoryRow>,
+}
+
+impl Results {
+    fn add(&mut self, experiment: &'static str, mut samples: Vec<Sample>) {
+        match self.samples.iter_mut().find(|(e, _)| *e == experiment) {
+            Some((_, all)) => all.append(&mut samples),
+            None => self.samples.push((experiment, samples)),
+        }
+    }
+
+    pub fn of(&self, experiment: &str) -> &[Sample] {
+        self.samples
+            .iter()
+            .find(|(e, _)| *e == experiment)
+            .map_or(&[], |(_, s)| s.as_slice())
+    }
+}
+
+const WASM_RUNTIMES: [&str; 3] = ["wasmtime", "wasmer", "wamr"];
+
+pub fn run(args: &EvaluateArgs) -> anyhow::Result<()> {
+    let start = Start::now();
+    let started = Instant::now();
+    let cores = std::thread::available_parallelism().map_or(2, usize::from);
+    let mut sizes = if args.quick {
+        Sizes::quick()
+    } else {
+        Sizes::full(cores)
+    };
+    if let Some(levels) = &args.cold_levels {
+        sizes.cold_levels = levels.clone();
+    }
+    if let Some(levels) = &args.io_levels {
+        sizes.io_levels = levels.clone();
+    }
+    if let Some(secs) = args.level_secs {
+        sizes.level_secs = secs;
+    }
+    for platform in &args.platforms {
+        if !WASM_RUNTIMES.contains(&platform.as_str())
+            && !["docker", "native"].contains(&platform.as_str())
+        {
+            bail!("unknown platform {platform}");
+        }
+    }
+    let wants = |e: &str| args.experiments.iter().any(|x| x == e);
+    let scratch = args.scratch.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("wasm-evaluate-{}", std::process::id()))
+    });
+    std::fs::create_dir_all(&scratch)?;
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+
+    // The delay server on loopback and, when Docker takes part, on the bridge's gateway.
+    let mut binds: Vec<SocketAddr> = vec![(Ipv4Addr::LOCALHOST, 0).into()];
+    let docker = if args.platforms.iter().any(|p| p == "docker") {
+        let mut modules: Vec<String> = ["echo", "hash", "net"].map(String::from).to_vec();
+        if wants("memory") {
+            modules.extend(memory::VARIANTS.map(|v| format!("hash.{v}")));
+        }
+        let docker = DockerPlatform::connect(&args.image_prefix, &modules)?;
+        binds.push(SocketAddr::new(docker.host_address(), 0));
+        Some(Arc::new(docker))
+    } else {
+        None
+    };
+    let delay = server::delay_server(&binds, IO_DELAY)?;
+    let ctx = Context {
+        sizes,
+        epoch: Instant::now(),
+        delay_port: delay.port(),
+    };
+
+    // Every platform is up at once (idle ones cost nothing) and each experiment runs on all of
+    // them back to back, so the platforms of one experiment are measured minutes apart at most
+    // on a machine whose speed drifts; the CPU-bound experiment interleaves them per level.
+    let mut platforms: Vec<Arc<dyn Platform>> = Vec::new();
+    for name in &args.platforms {
+        platforms.push(match name.as_str() {
+            "docker" => docker.clone().expect("docker connected above"),
+            "native" => Arc::new(NativePlatform::new(
+                &args.native,
+                &["echo".into(), "hash".into(), "net".into()],
+            )?),
+            runtime => Arc::new(start_wasm(
+                args,
+                &scratch,
+                runtime,
+                runtime,
+                &["echo", "hash", "net"],
+                &[],
+            )?),
+        });
+    }
+    let w = |secs| ctx.sizes.window(secs);
+    let mut results = Results::default();
+    for p in &platforms {
+        if wants("cold") {
+            results.add("cold", cold::run(&**p, &ctx)?);
+        }
+    }
+    for p in &platforms {
+        if wants("io") {
+            let levels = ctx.sizes.io_levels.clone();
+            let samples = throughput::run(
+                &**p,
+                &ctx,
+                Workload::Io,
+                &levels,
+                "io",
+                w(ctx.sizes.level_secs),
+            )?;
+            results.add("io", samples);
+        }
+    }
+    if wants("cpu") {
+        for level in ctx.sizes.cpu_levels.clone() {
+            for p in &platforms {
+                let samples = throughput::run(
+                    &**p,
+                    &ctx,
+                    Workload::Cpu,
+                    &[level],
+                    "cpu",
+                    w(ctx.sizes.level_secs),
+                )?;
+                results.add("cpu", samples);
+            }
+        }
+    }
+    for p in &platforms {
+        if wants("mixed") {
+            results.add("mixed", mixed::run(&**p, &ctx)?);
+        }
+    }
+    for p in &platforms {
+        if wants("realistic") {
+            results.add("realistic", realistic::run(Arc::clone(p), &ctx)?);
+        }
+    }
+    for p in &platforms {
+        if wants("access") {
+            results.add("access", access::run(Arc::clone(p), &ctx)?);
+        }
+    }
+    drop(platforms);
+    for name in &args.platforms {
+        if wants("memory") && name != "native" {
+            for variant in memory::VARIANTS {
+                let module = format!("hash.{variant}");
+                let row = if name == "docker" {
+                    memory::measure(
+                        &**docker.as_ref().expect("docker connected above"),
+                        &ctx,
+                        variant,
+                    )?
+                } else {
+                    let fresh = start_wasm(args, &scratch, name, name, &[module.as_str()], &[])?;
+                    memory::measure(&fresh, &ctx, variant)?
+                };
+                results.memory.push(row);
+            }
+        }
+        if wants("threading") && WASM_RUNTIMES.contains(&name.as_str()) {
+            for mode in ["pool", "async"] {
+                let label = format!("{name}-{mode}");
+                let platform = start_wasm(
+                    args,
+                    &scratch,
+                    &label,
+                    name,
+                    &["hash", "net"],
+                    &["--guest-execution", mode],
+                )?;
+                for workload in [Workload::Cpu, Workload::Io, Workload::Mixed] {
+                    let levels = ctx.sizes.threading_levels.clone();
+                    let samples = throughput::run(
+                        &platform,
+                        &ctx,
+                        workload,
+                        &levels,
+                        workload.label(),
+                        w(ctx.sizes.threading_secs),
+                    )?;
+                    results.add("threading", samples);
+                }
+            }
+        }
+    }
+    drop(delay);
+
+    for (experiment, samples) in &results.samples {
+        sample::write_csv(&args.out.join(format!("{experiment}.csv.gz")), samples)?;
+    }
+    let machine = Machine::probe(start);
+    let summary = summary::Summary::of(&results, &ctx, &args.platforms);
+    let report = json!({
+        "schema": 1,
+        "tool": "wasm-bench evaluate",
+        "quick": args.quick,
+        "wall_seconds": started.elapsed().as_secs_f64(),
+        "machine": machine,
+        "sizes": ctx.sizes,
+        "platforms": args.platforms,
+        "summary": summary,
+        "memory": results.memory,
+    });
+    std::fs::write(
+        args.out.join("summary.json"),
+        serde_json::to_string_pretty(&report)? + "\n",
+    )?;
+    let markdown = summary.markdown(&results.memory);
+    std::fs::write(args.out.join("summary.md"), &markdown)?;
+    if args.scratch.is_none() {
+        let _ = std::fs::remove_dir_all(&scratch);
+    }
+    tracing::info!(out = %args.out.display(), seconds = started.elapsed().as_secs(), "evaluation done");
+    print!("{markdown}");
+    Ok(())
+}
+
+fn start_wasm(
+    args: &EvaluateArgs,
+    scratch: &std::path::Path,
+    label: &str,
+    runtime: &str,
+    modules: &[&str],
+    extra_args: &[&str],
+) -> anyhow::Result<WasmPlatform> {
+    let executor = match runtime {
+        "wasmtime" => &args.executor_wasmtime,
+        "wasmer" => &args.executor_wasmer,
+        _ => &args.executor_wamr,
+    };
+    if !executor.is_file() {
+        bail!(
+            "{} is missing: build the {runtime} executor (see README.md)",
+            executor.display()
+        );
+    }
+    WasmPlatform::start(&WasmOptions {
+        name: label.to_owned(),
+        runtime: runtime.to_owned(),
+        executor: executor.clone(),
+        precompiler: args.precompiler.clone(),
+        actions: args.actions.clone(),
+        modules: modules.iter().map(|m| m.to_string()).collect(),
+        scratch: scratch.to_path_buf(),
+        extra_args: extra_args.iter().map(|a| a.to_string()).collect(),
+    })
+}

@@ -1,0 +1,105 @@
+//! Experiment 5, the Azure-derived workload: open-loop Poisson arrivals; 90 % go to two hot
+//! actions, 10 % to one of 60 rare ones; half of the actions are CPU-bound (`hash`), half
+//! I/O-bound (`net`); an OpenWhisk-like pool (1024 MB of user memory, 256 MB containers,
+//! idle eviction) in front of the platform. Latency counts from the scheduled arrival, so a
+//! slow platform cannot slow the load down.
+
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use rand::{Rng, SeedableRng, rngs::StdRng};
+
+use super::{Context, sample::Sample};
+use crate::{
+    invoker::{Invoker, PoolConfig},
+    platform::{Action, Platform},
+};
+
+/// Hot actions, rare actions and the share of requests to the hot ones.
+const HOT: usize = 2;
+const RARE: usize = 60;
+const HOT_SHARE: f64 = 0.9;
+
+/// The 62 actions: `hot0` (hash), `hot1` (net), `rare0..59` (even: hash, odd: net).
+pub fn actions(platform: &dyn Platform, ctx: &Context) -> (Vec<Action>, Vec<Action>) {
+    let kind = |k: usize| if k.is_multiple_of(2) { "hash" } else { "net" };
+    let hot = (0..HOT)
+        .map(|k| ctx.action(platform, &format!("hot{k}"), kind(k)))
+        .collect();
+    let rare = (0..RARE)
+        .map(|k| ctx.action(platform, &format!("rare{k}"), kind(k)))
+        .collect();
+    (hot, rare)
+}
+
+pub fn run(platform: Arc<dyn Platform>, ctx: &Context) -> anyhow::Result<Vec<Sample>> {
+    let sizes = &ctx.sizes;
+    let (hot, rare) = actions(&*platform, ctx);
+    let name = platform.name().to_owned();
+    let invoker = Invoker::start(
+        Arc::clone(&platform),
+        PoolConfig::openwhisk(Duration::from_secs_f64(sizes.realistic_idle_secs)),
+    );
+    let mut rng = StdRng::seed_from_u64(42);
+    let duration = Duration::from_secs_f64(sizes.realistic_secs);
+    // Arrival times and targets, drawn up front so every platform gets the same sequence.
+    let mut arrivals = Vec::new();
+    let mut at = 0.0f64;
+    loop {
+        at += -(1.0 - rng.r#gen::<f64>()).ln() / sizes.realistic_rate;
+        if at >= duration.as_secs_f64() {
+            break;
+        }
+        let action = if rng.r#gen::<f64>() < HOT_SHARE {
+            hot[rng.gen_range(0..HOT)].clone()
+        } else {
+            rare[rng.gen_range(0..RARE)].clone()
+        };
+        arrivals.push((Duration::from_secs_f64(at), action));
+    }
+    tracing::info!(platform = %name, requests = arrivals.len(), "realistic workload");
+    let begun = Instant::now();
+    let samples: Vec<Sample> = std::thread::scope(|scope| {
+        let handles: Vec<_> = arrivals
+            .into_iter()
+            .enumerate()
+            .map(|(seq, (offset, action))| {
+                std::thread::sleep(offset.saturating_sub(begun.elapsed()));
+                let invoker = Arc::clone(&invoker);
+                let name = name.clone();
+                std::thread::Builder::new()
+                    .stack_size(256 * 1024)
+                    .spawn_scoped(scope, move || {
+                        let scheduled = begun + offset;
+                        let activation = invoker.invoke(&action, &serde_json::json!({}));
+                        let (status, cold) = match activation {
+                            Ok(a) => (a.result.status, a.cold),
+                            Err(error) => {
+                                tracing::warn!(platform = %name, %error, "activation failed");
+                                (0, false)
+                            }
+                        };
+                        Sample {
+                            platform: name,
+                            scenario: "realistic".into(),
+                            level: 0,
+                            client: 0,
+                            seq: seq as u64,
+                            start_ns: scheduled.duration_since(ctx.epoch).as_nanos() as u64,
+                            latency_ns: scheduled.elapsed().as_nanos() as u64,
+                            status,
+                            cold,
+                            action: action.name.clone(),
+                            ..Sample::default()
+                        }
+                    })
+            })
+            .filter_map(Result::ok)
+            .collect();
+        handles.into_iter().filter_map(|h| h.join().ok()).collect()
+    });
+    invoker.shutdown();
+    Ok(samples)
+}
