@@ -81,6 +81,15 @@ def sizes(directory):
         return json.load(f)["sizes"]
 
 
+def bars(ax, platforms, groups, value):
+    """Grouped bars: for each group label, one bar per platform of height value(platform, k)."""
+    width = 0.8 / max(len(platforms), 1)
+    for i, p in enumerate(platforms):
+        ax.bar([k + i * width for k in range(len(groups))], [value(p, k) for k in range(len(groups))], width, color=color(p), label=p)
+    ax.set_xticks([k + width * (len(platforms) - 1) / 2 for k in range(len(groups))])
+    ax.set_xticklabels(groups)
+
+
 def save(fig, out, name):
     path = os.path.join(out, name)
     fig.tight_layout()
@@ -192,15 +201,13 @@ def plot_access(directory, out):
     patterns = ["single_client_multiple_access", "multiple_clients_single_access", "multiple_clients_multiple_access"]
     platforms = platforms_of(rows)
     fig, ax = plt.subplots(figsize=(9, 4.2))
-    width = 0.8 / max(len(platforms), 1)
-    for i, p in enumerate(platforms):
-        means = []
-        for pattern in patterns:
-            values = [r["latency_ns"] / 1e6 for r in rows if r["platform"] == p and r["scenario"] == pattern and r["status"] == 200]
-            means.append(sum(values) / len(values) if values else float("nan"))
-        ax.bar([k + i * width for k in range(len(patterns))], means, width, color=color(p), label=p)
-    ax.set_xticks([k + width * (len(platforms) - 1) / 2 for k in range(len(patterns))])
-    ax.set_xticklabels([p.replace("_", " ") for p in patterns], fontsize=8)
+    def mean_latency(p, pattern):
+        values = [r["latency_ns"] / 1e6 for r in rows if r["platform"] == p and r["scenario"] == pattern and r["status"] == 200]
+        return sum(values) / len(values) if values else float("nan")
+
+    bars(ax, platforms, [p.replace("_", " ") for p in patterns], lambda p, k: mean_latency(p, patterns[k]))
+    for label in ax.get_xticklabels():
+        label.set_fontsize(8)
     ax.set_yscale("log")
     ax.set_ylabel("mean latency, ms (log)")
     ax.set_title("Access patterns (Hall and Ramachandran)")
@@ -220,12 +227,10 @@ def plot_memory(directory, out):
     variants = ["lto", "release", "debug"]
     platforms = [p for p in ORDER if any(m["platform"] == p for m in memory)]
     fig, ax = plt.subplots(figsize=(9, 4.2))
-    width = 0.8 / max(len(platforms), 1)
-    for i, p in enumerate(platforms):
-        values = [next((m["per_container_mib"] for m in memory if m["platform"] == p and m["variant"] == v), float("nan")) for v in variants]
-        ax.bar([k + i * width for k in range(len(variants))], values, width, color=color(p), label=p)
-    ax.set_xticks([k + width * (len(platforms) - 1) / 2 for k in range(len(variants))])
-    ax.set_xticklabels([f"hash ({v})" for v in variants])
+    def per_container(p, k):
+        return next((m["per_container_mib"] for m in memory if m["platform"] == p and m["variant"] == variants[k]), float("nan"))
+
+    bars(ax, platforms, [f"hash ({v})" for v in variants], per_container)
     ax.set_yscale("log")
     ax.set_ylabel("MiB per warm container (log)")
     ax.set_title("Memory per warm container")

@@ -51,6 +51,11 @@ async fn serve(config: Config, trusted_keys: TrustedKeys) -> anyhow::Result<()> 
     let max_body = config.max_body_mb << 20;
     let keys = trusted_keys.len();
     let executor = Arc::new(Executor::new(config, trusted_keys)?);
+    // The executor is never torn down: at exit the kernel reclaims its memory at once, while
+    // dropping it can take longer than any stop timeout (wasmer's engine deregisters the
+    // unwind info of every module it ever loaded frame by frame, quadratic in libgcc: over
+    // 30 s after sixteen debug builds of one action).
+    let _never_dropped = std::mem::ManuallyDrop::new(Arc::clone(&executor));
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .with_context(|| format!("binding {listen}"))?;

@@ -133,6 +133,18 @@ impl Invoker {
         }
     }
 
+    /// Runs one activation with no parameters of its own and tells its HTTP status and whether
+    /// it was a cold start; a failure below HTTP is logged and reported as status 0.
+    pub fn invoke_outcome(&self, action: &Action) -> (u16, bool) {
+        match self.invoke(action, &Value::Object(Default::default())) {
+            Ok(activation) => (activation.result.status, activation.cold),
+            Err(error) => {
+                tracing::warn!(platform = self.platform.name(), %error, "activation failed");
+                (0, false)
+            }
+        }
+    }
+
     /// A container for `action`: a warm one, or a new one once memory allows.
     fn acquire(&self, action: &Action) -> anyhow::Result<(Box<dyn Container>, bool)> {
         let mut state = self.lock();

@@ -51,14 +51,7 @@ pub fn run(platform: Arc<dyn Platform>, ctx: &Context) -> anyhow::Result<Vec<Sam
                         (0..requests)
                             .map(|seq| {
                                 let start = Instant::now();
-                                let activation = invoker.invoke(&action, &serde_json::json!({}));
-                                let (status, cold) = match activation {
-                                    Ok(a) => (a.result.status, a.cold),
-                                    Err(error) => {
-                                        tracing::warn!(platform = %name, %error, "activation failed");
-                                        (0, false)
-                                    }
-                                };
+                                let (status, cold) = invoker.invoke_outcome(&action);
                                 Sample {
                                     platform: name.clone(),
                                     scenario: pattern.into(),

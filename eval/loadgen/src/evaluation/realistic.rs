@@ -73,14 +73,7 @@ pub fn run(platform: Arc<dyn Platform>, ctx: &Context) -> anyhow::Result<Vec<Sam
                     .stack_size(256 * 1024)
                     .spawn_scoped(scope, move || {
                         let scheduled = begun + offset;
-                        let activation = invoker.invoke(&action, &serde_json::json!({}));
-                        let (status, cold) = match activation {
-                            Ok(a) => (a.result.status, a.cold),
-                            Err(error) => {
-                                tracing::warn!(platform = %name, %error, "activation failed");
-                                (0, false)
-                            }
-                        };
+                        let (status, cold) = invoker.invoke_outcome(&action);
                         Sample {
                             platform: name,
                             scenario: "realistic".into(),
