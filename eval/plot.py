@@ -81,13 +81,18 @@ def sizes(directory):
         return json.load(f)["sizes"]
 
 
-def bars(ax, platforms, groups, value):
-    """Grouped bars: for each group label, one bar per platform of height value(platform, k)."""
+def bars(ax, platforms, groups, value, ylabel, title):
+    """Grouped bars on a log scale: per group label, one bar per platform of value(platform, k)."""
     width = 0.8 / max(len(platforms), 1)
     for i, p in enumerate(platforms):
         ax.bar([k + i * width for k in range(len(groups))], [value(p, k) for k in range(len(groups))], width, color=color(p), label=p)
     ax.set_xticks([k + width * (len(platforms) - 1) / 2 for k in range(len(groups))])
-    ax.set_xticklabels(groups)
+    ax.set_xticklabels(groups, fontsize=8)
+    ax.set_yscale("log")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="y", which="both", alpha=0.3)
 
 
 def save(fig, out, name):
@@ -205,14 +210,8 @@ def plot_access(directory, out):
         values = [r["latency_ns"] / 1e6 for r in rows if r["platform"] == p and r["scenario"] == pattern and r["status"] == 200]
         return sum(values) / len(values) if values else float("nan")
 
-    bars(ax, platforms, [p.replace("_", " ") for p in patterns], lambda p, k: mean_latency(p, patterns[k]))
-    for label in ax.get_xticklabels():
-        label.set_fontsize(8)
-    ax.set_yscale("log")
-    ax.set_ylabel("mean latency, ms (log)")
-    ax.set_title("Access patterns (Hall and Ramachandran)")
-    ax.legend(fontsize=8)
-    ax.grid(True, axis="y", which="both", alpha=0.3)
+    bars(ax, platforms, [p.replace("_", " ") for p in patterns], lambda p, k: mean_latency(p, patterns[k]),
+         "mean latency, ms (log)", "Access patterns (Hall and Ramachandran)")
     save(fig, out, "access.png")
 
 
@@ -227,15 +226,12 @@ def plot_memory(directory, out):
     variants = ["lto", "release", "debug"]
     platforms = [p for p in ORDER if any(m["platform"] == p for m in memory)]
     fig, ax = plt.subplots(figsize=(9, 4.2))
+
     def per_container(p, k):
         return next((m["per_container_mib"] for m in memory if m["platform"] == p and m["variant"] == variants[k]), float("nan"))
 
-    bars(ax, platforms, [f"hash ({v})" for v in variants], per_container)
-    ax.set_yscale("log")
-    ax.set_ylabel("MiB per warm container (log)")
-    ax.set_title("Memory per warm container")
-    ax.legend(fontsize=8)
-    ax.grid(True, axis="y", which="both", alpha=0.3)
+    bars(ax, platforms, [f"hash ({v})" for v in variants], per_container,
+         "MiB per warm container (log)", "Memory per warm container")
     save(fig, out, "memory.png")
 
 
