@@ -133,6 +133,10 @@ impl Invoker {
         }
     }
 
+    pub fn platform_name(&self) -> &str {
+        self.platform.name()
+    }
+
     /// Runs one activation with no parameters of its own and tells its HTTP status and whether
     /// it was a cold start; a failure below HTTP is logged and reported as status 0.
     pub fn invoke_outcome(&self, action: &Action) -> (u16, bool) {

@@ -8,7 +8,7 @@ use std::{
 
 use serde_json::json;
 
-use crate::harness::{Executor, action, deadline_in};
+use crate::harness::{Executor, deadline_in};
 
 #[test]
 fn async_execution_runs_actions_traps_and_time_limits() {
@@ -26,16 +26,7 @@ fn async_execution_runs_actions_traps_and_time_limits() {
         true
     );
 
-    ex.init_code("loop", &action("loop"), json!({"limits": {"timeout": 300}}))
-        .expect(200);
-    let started = Instant::now();
-    let r = ex.run("loop", json!({"forever": true}));
-    assert!(
-        r.expect(502).error().contains("300 milliseconds"),
-        "{}",
-        r.text()
-    );
-    assert!(started.elapsed() < Duration::from_millis(1300));
+    crate::limits::loop_ends_at_its_init_timeout(&ex);
     // The slot and the worker are free again.
     ex.run("loop", json!({})).expect(200);
     assert_eq!(ex.run("echo", json!({"x": 1})).expect(200).json()["x"], 1);

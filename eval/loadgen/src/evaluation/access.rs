@@ -9,7 +9,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::{Context, sample::Sample};
+use super::{Context, load, sample::Sample};
 use crate::{
     invoker::{Invoker, PoolConfig},
     platform::Platform,
@@ -45,26 +45,15 @@ pub fn run(platform: Arc<dyn Platform>, ctx: &Context) -> anyhow::Result<Vec<Sam
                     let invoker = Arc::clone(&invoker);
                     let barrier = Arc::clone(&barrier);
                     let action = ctx.action(&*platform, &format!("{pattern}-{client}"), "echo");
-                    let name = name.clone();
                     scope.spawn(move || {
                         barrier.wait();
                         (0..requests)
-                            .map(|seq| {
-                                let start = Instant::now();
-                                let (status, cold) = invoker.invoke_outcome(&action);
-                                Sample {
-                                    platform: name.clone(),
-                                    scenario: pattern.into(),
-                                    level: clients as u32,
-                                    client: client as u32,
-                                    seq: seq as u64,
-                                    start_ns: start.duration_since(ctx.epoch).as_nanos() as u64,
-                                    latency_ns: start.elapsed().as_nanos() as u64,
-                                    status,
-                                    cold,
-                                    action: action.name.clone(),
-                                    ..Sample::default()
-                                }
+                            .map(|seq| Sample {
+                                scenario: pattern.into(),
+                                level: clients as u32,
+                                client: client as u32,
+                                seq: seq as u64,
+                                ..load::pooled_run(&invoker, &action, Instant::now(), ctx.epoch)
                             })
                             .collect()
                     })

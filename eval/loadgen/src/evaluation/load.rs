@@ -14,7 +14,10 @@ use anyhow::Context;
 use rand::{Rng, SeedableRng, rngs::StdRng};
 
 use super::sample::Sample;
-use crate::platform::{Action, Container, Platform};
+use crate::{
+    invoker::Invoker,
+    platform::{Action, Container, Platform},
+};
 
 /// The containers of one client, with the parameters each is called with.
 pub struct ClientSet {
@@ -165,6 +168,21 @@ pub fn timed_run(action: &Action, container: &mut dyn Container, epoch: Instant)
         start_ns: start.duration_since(epoch).as_nanos() as u64,
         latency_ns: start.elapsed().as_nanos() as u64,
         status,
+        action: action.name.clone(),
+        ..Sample::default()
+    }
+}
+
+/// One activation through the pool, timed from `start` (the request's arrival, which may lie
+/// before this call for open-loop load); a failure below HTTP becomes status 0.
+pub fn pooled_run(invoker: &Invoker, action: &Action, start: Instant, epoch: Instant) -> Sample {
+    let (status, cold) = invoker.invoke_outcome(action);
+    Sample {
+        platform: invoker.platform_name().to_owned(),
+        start_ns: start.duration_since(epoch).as_nanos() as u64,
+        latency_ns: start.elapsed().as_nanos() as u64,
+        status,
+        cold,
         action: action.name.clone(),
         ..Sample::default()
     }

@@ -11,7 +11,7 @@ use std::{
 
 use rand::{Rng, SeedableRng, rngs::StdRng};
 
-use super::{Context, sample::Sample};
+use super::{Context, load, sample::Sample};
 use crate::{
     invoker::{Invoker, PoolConfig},
     platform::{Action, Platform},
@@ -68,26 +68,16 @@ pub fn run(platform: Arc<dyn Platform>, ctx: &Context) -> anyhow::Result<Vec<Sam
             .map(|(seq, (offset, action))| {
                 std::thread::sleep(offset.saturating_sub(begun.elapsed()));
                 let invoker = Arc::clone(&invoker);
-                let name = name.clone();
                 std::thread::Builder::new()
                     .stack_size(256 * 1024)
-                    .spawn_scoped(scope, move || {
-                        let scheduled = begun + offset;
-                        let (status, cold) = invoker.invoke_outcome(&action);
-                        Sample {
-                            platform: name,
-                            scenario: "realistic".into(),
-                            level: 0,
-                            client: 0,
-                            seq: seq as u64,
-                            start_ns: scheduled.duration_since(ctx.epoch).as_nanos() as u64,
-                            latency_ns: scheduled.elapsed().as_nanos() as u64,
-                            status,
-                            cold,
-                            action: action.name.clone(),
-                            ..Sample::default()
-                        }
+                    .spawn_scoped(scope, move || Sample {
+                        scenario: "realistic".into(),
+                        seq: seq as u64,
+                        ..load::pooled_run(&invoker, &action, begun + offset, ctx.epoch)
                     })
+                    .inspect_err(
+                        |error| tracing::error!(%error, "could not start a request thread"),
+                    )
             })
             .filter_map(Result::ok)
             .collect();
