@@ -5,7 +5,7 @@
 CARGO ?= cargo
 RUNTIME ?= wasmtime
 
-.PHONY: demo test build actions actions-native pack clippy fmt fmt-check \
+.PHONY: demo test prerequisites build actions actions-native test-actions pack clippy fmt fmt-check \
         build-wasmtime test-wasmtime test-openwhisk-patch bench bench-quick clean \
         build-wasmer build-wasmer-headless precompiler-wasmer test-wasmer bench-wasmer \
         build-wamr precompiler-wamr test-wamr bench-wamr evaluate evaluate-quick
@@ -15,6 +15,11 @@ demo:
 
 test:
 	scripts/test.sh
+
+# Every Debian package and tool the project needs, installed or checked up front (make test
+# runs it first; each script also calls it for the part it needs).
+prerequisites:
+	scripts/prerequisites.sh all
 
 build: build-$(RUNTIME)
 
@@ -59,6 +64,11 @@ actions:
 
 actions-native:
 	actions/build.sh --native
+
+# The guest SDK's and the actions' unit tests, on the host, and the guest build's reproducibility.
+test-actions: actions
+	cd actions && cargo fmt --all -- --check && cargo clippy --locked --all-targets -- -D warnings && cargo test --locked
+	actions/build.sh --reproduce
 
 pack: actions build
 	actions/pack.sh

@@ -2,38 +2,47 @@
 # Builds every guest action (Rust and C) to actions/dist/<name>.wasm, or with --native the same
 # sources as static host binaries to actions/dist/native/<name>.
 #
-#   actions/build.sh [--native] [--no-opt] [--variants] [NAME...]
+#   actions/build.sh [--native] [--variants] [NAME...]
+#   actions/build.sh --reproduce [NAME...]
+#
+# The modules are exactly what the compilers emit (no post-processing), the form in which users
+# build their own actions. Every Wasm build writes dist/toolchain.txt (compiler, LLVM and Debian
+# package versions) and dist/SHA256SUMS, and prints the toolchain.
 #
 # --variants builds the named Rust actions (default: all) in three cargo profiles, for comparing
 # builds: dist/variants/<name>.{lto,release,debug}.wasm, with --native
 # dist/variants/native/<name>.{lto,release,debug}. lto = profile release-lto (= release: fat
 # LTO, one codegen unit), release = release-plain (no cross-crate LTO, 16 codegen units), debug
-# = dev (unoptimised, debug info); see Cargo.toml. wasm-opt treats lto and release like a
-# normal build (and --no-opt skips it); debug only gets `wasm-opt -O0 -g` (re-encoding, no
-# optimisation, debug info kept). dist/*.wasm is left alone.
+# = dev (unoptimised, debug info); see Cargo.toml. dist/*.wasm is left alone.
+#
+# --reproduce builds the named actions (default: add wordcount) again from a copy of the sources
+# at another path, with an empty target directory, and fails unless every module is
+# byte-identical to the one in dist/.
 #
 # Wasm route: if rustup has the wasm32-wasip1 target, plain `cargo build --target wasm32-wasip1`;
-# otherwise Debian's rustc/cargo with -Zbuild-std (see README.md), installing the Debian
-# packages it needs when they are missing and we are root. Modules go through `wasm-opt -O3`
-# when binaryen is installed (--no-opt skips it). Guests build in actions/target, native
-# binaries in actions/target/native. Idempotent: unchanged actions are not rebuilt or copied.
+# otherwise Debian's rustc/cargo with -Zbuild-std (see README.md). Packages come from
+# scripts/prerequisites.sh (group guests). Crate versions are those of actions/Cargo.lock
+# (--locked); build paths are remapped so that they do not end up in the modules. Guests build
+# in actions/target, native binaries in actions/target/native. Idempotent: unchanged actions
+# are not rebuilt or copied.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/.." && pwd)"
 cd "$here"
 
 mode=wasm
-optimize=1
 variants=0
+reproduce=0
 only=()
 usage() {
-    sed -n '2,18p' "$here/build.sh" | sed 's/^# \{0,1\}//'
+    sed -n '2,29p' "$here/build.sh" | sed 's/^# \{0,1\}//'
 }
 while [[ $# -gt 0 ]]; do
     case "$1" in
     --native) mode=native ;;
-    --no-opt | --no-wasm-opt) optimize=0 ;;
     --variants) variants=1 ;;
+    --reproduce) reproduce=1 ;;
     -h | --help)
         usage
         exit 0
@@ -53,6 +62,34 @@ die() {
     log "error: $*"
     exit 1
 }
+
+# --- --reproduce: the same build at another path, compared byte for byte ---------------------
+if [[ $reproduce -eq 1 ]]; then
+    [[ $mode == wasm && $variants -eq 0 ]] || die "--reproduce checks the Wasm build only"
+    [[ ${#only[@]} -gt 0 ]] || only=(add wordcount)
+    "$here/build.sh" "${only[@]}"
+    copy="$(mktemp -d "${TMPDIR:-/tmp}/actions-reproduce.XXXXXX")"
+    trap 'rm -rf "$copy"' EXIT
+    # The sources and the lock file, not the build outputs; scripts/ for the installer.
+    mkdir -p "$copy/actions" "$copy/scripts"
+    tar -C "$here" --exclude=./target --exclude=./dist -cf - . | tar -C "$copy/actions" -xf -
+    cp "$repo/scripts/common.sh" "$repo/scripts/prerequisites.sh" "$copy/scripts/"
+    log "building ${only[*]} again in $copy/actions"
+    if ! "$copy/actions/build.sh" "${only[@]}" >"$copy/build.log" 2>&1; then
+        cat "$copy/build.log" >&2
+        die "the second build failed"
+    fi
+    status=0
+    for a in "${only[@]}"; do
+        if cmp -s "$here/dist/$a.wasm" "$copy/actions/dist/$a.wasm"; then
+            log "reproduced $a.wasm: $(sha256sum <"$here/dist/$a.wasm" | cut -d' ' -f1)"
+        else
+            log "NOT reproducible: $a.wasm differs when built at another path"
+            status=1
+        fi
+    done
+    exit $status
+fi
 
 # --- which actions ---------------------------------------------------------------------------
 rust_actions=()
@@ -91,44 +128,13 @@ variant_names=(lto release debug)
 declare -A variant_profile=([lto]=release-lto [release]=release-plain [debug]=dev)
 
 # --- helpers ---------------------------------------------------------------------------------
-# Installs the Debian packages given that are not installed yet (fast when all are present).
-ensure_debs() {
-    local missing=() p
-    for p in "$@"; do
-        dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
-    done
-    [[ ${#missing[@]} -eq 0 ]] && return 0
-    local sudo=()
-    if [[ "$(id -u)" -ne 0 ]]; then
-        if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-            sudo=(sudo -n)
-        else
-            die "missing Debian packages: ${missing[*]} (run: apt-get install -y ${missing[*]})"
-        fi
-    fi
-    log "installing Debian packages: ${missing[*]}"
-    if ! "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"; then
-        "${sudo[@]}" apt-get update
-        "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
-    fi
-}
-
-# True when $2 is missing or older than $1 (which must exist).
-is_stale() {
-    [[ -f "$1" ]] || die "expected build output $1 is missing"
-    [[ ! -f "$2" || "$1" -nt "$2" ]]
-}
-
-# Writes $2 from $1, through the command "$3"... (called as CMD SRC -o DST) when given.
-produce() {
+# Copies $1 to $2 unless $2 already has the same bytes.
+publish() {
     local src="$1" dst="$2"
-    shift 2
+    [[ -f "$src" ]] || die "expected build output $src is missing"
+    cmp -s "$src" "$dst" 2>/dev/null && return 0
     mkdir -p "$(dirname "$dst")"
-    if [[ $# -gt 0 ]]; then
-        "$@" "$src" -o "$dst.tmp" || die "$1 failed on $src"
-    else
-        cp "$src" "$dst.tmp" || die "cannot copy $src"
-    fi
+    cp "$src" "$dst.tmp" || die "cannot copy $src"
     mv -f "$dst.tmp" "$dst"
     log "wrote $dst"
 }
@@ -160,6 +166,11 @@ profile_dir() {
     esac
 }
 
+# Where cargo keeps downloaded crates: remapped so that registry paths (which name the user's
+# home) do not end up in panic locations inside the modules.
+cargo_home="${CARGO_HOME:-$HOME/.cargo}"
+remap="--remap-path-prefix=$cargo_home=/cargo --remap-path-prefix=$here=/actions"
+
 # --- native ----------------------------------------------------------------------------------
 if [[ "$mode" == native ]]; then
     out="dist/native"
@@ -177,23 +188,21 @@ if [[ "$mode" == native ]]; then
             log "cargo build ${profile_opts[*]} --target $host (native, static)"
             # An explicit --target keeps +crt-static off build scripts and proc macros.
             CARGO_TARGET_DIR="$here/target/native" \
-                RUSTFLAGS="-C target-feature=+crt-static" \
-                cargo build "${profile_opts[@]}" --target "$host" "${pkgs[@]}"
+                RUSTFLAGS="-C target-feature=+crt-static $remap" \
+                cargo build --locked "${profile_opts[@]}" --target "$host" "${pkgs[@]}"
         }
         if [[ $variants -eq 1 ]]; then
             for v in "${variant_names[@]}"; do
                 profile="${variant_profile[$v]}"
                 build_native "$profile"
                 for a in "${rust_actions[@]}"; do
-                    src="target/native/$host/$(profile_dir "$profile")/$a"
-                    if is_stale "$src" "$out/$a.$v"; then produce "$src" "$out/$a.$v"; fi
+                    publish "target/native/$host/$(profile_dir "$profile")/$a" "$out/$a.$v"
                 done
             done
         else
             build_native release
             for a in "${rust_actions[@]}"; do
-                src="target/native/$host/release/$a"
-                if is_stale "$src" "$out/$a"; then produce "$src" "$out/$a"; fi
+                publish "target/native/$host/release/$a" "$out/$a"
             done
         fi
     fi
@@ -210,26 +219,35 @@ fi
 
 # --- wasm ------------------------------------------------------------------------------------
 target=wasm32-wasip1
+"$repo/scripts/prerequisites.sh" guests
 mkdir -p dist target/c
+
+if command -v rustup >/dev/null 2>&1 && rustup target list --installed 2>/dev/null | grep -qx "$target"; then
+    route=rustup
+    rustc_cmd=(rustc)
+else
+    route=debian
+    rustc_cmd=(/usr/bin/rustc)
+fi
 
 # Builds the selected Rust actions for $target with cargo profile $1.
 build_wasm() {
     local profile_opts
     mapfile -t profile_opts < <(profile_args "$1")
-    if command -v rustup >/dev/null 2>&1 && rustup target list --installed 2>/dev/null | grep -qx "$target"; then
+    if [[ $route == rustup ]]; then
         log "cargo build ${profile_opts[*]} --target $target (rustup)"
-        cargo build "${profile_opts[@]}" --target "$target" "${pkgs[@]}"
+        CARGO_TARGET_DIR="$here/target" RUSTFLAGS="$remap" cargo build --locked "${profile_opts[@]}" --target "$target" "${pkgs[@]}"
     else
         # Debian's compiler builds the standard library for the target from rust-web-src (with
         # the same profile as the actions).
-        ensure_debs rustc-web cargo-web rust-web-src wasi-libc lld-19
         log "cargo build ${profile_opts[*]} --target $target (Debian rustc, -Zbuild-std)"
         env -u RUSTUP_TOOLCHAIN -u CARGO -u RUSTDOC \
+            CARGO_TARGET_DIR="$here/target" \
             RUSTC=/usr/bin/rustc \
             RUSTC_BOOTSTRAP=1 \
             CARGO_TARGET_WASM32_WASIP1_LINKER=/usr/lib/llvm-19/bin/wasm-ld \
-            RUSTFLAGS="-C link-self-contained=no -L /usr/lib/wasm32-wasi -C link-arg=/usr/lib/wasm32-wasi/crt1-command.o" \
-            /usr/bin/cargo build "${profile_opts[@]}" -Zbuild-std=std,panic_abort \
+            RUSTFLAGS="-C link-self-contained=no -L /usr/lib/wasm32-wasi -C link-arg=/usr/lib/wasm32-wasi/crt1-command.o $remap" \
+            /usr/bin/cargo build --locked "${profile_opts[@]}" -Zbuild-std=std,panic_abort \
             --target "$target" "${pkgs[@]}"
     fi
 }
@@ -243,63 +261,52 @@ if [[ ${#rust_actions[@]} -gt 0 ]]; then
     fi
 fi
 
-if [[ ${#c_actions[@]} -gt 0 ]]; then
-    ensure_debs clang-19 lld-19 wasi-libc libclang-rt-19-dev-wasm32
-    for a in "${c_actions[@]}"; do
-        if [[ ! -f "target/c/$a.wasm" || "c/$a.c" -nt "target/c/$a.wasm" ]]; then
-            log "clang-19 --target=wasm32-wasi c/$a.c"
-            clang-19 --target=wasm32-wasi --sysroot=/usr -O2 -Wall -Wl,--strip-all \
-                -o "target/c/$a.wasm" "c/$a.c"
-        fi
-    done
-fi
+for a in "${c_actions[@]+"${c_actions[@]}"}"; do
+    if [[ ! -f "target/c/$a.wasm" || "c/$a.c" -nt "target/c/$a.wasm" ]]; then
+        log "clang-19 --target=wasm32-wasi c/$a.c"
+        clang-19 --target=wasm32-wasi --sysroot=/usr -O2 -Wall -Wl,--strip-all \
+            "-ffile-prefix-map=$here=/actions" -o "target/c/$a.wasm" "c/$a.c"
+    fi
+done
 
-# wasm-opt -O3 when available. The feature flags match what rustc/clang emit for
-# wasm32-wasip1 (Binaryen cannot read them from a stripped module).
-opt=()
-if [[ $optimize -eq 1 ]]; then
-    if command -v wasm-opt >/dev/null 2>&1; then
-        opt=(wasm-opt -O3 --enable-bulk-memory --enable-sign-ext --enable-mutable-globals
-            --enable-nontrapping-float-to-int --enable-multivalue --enable-reference-types)
-    else
-        log "wasm-opt not found (apt-get install binaryen): modules are not post-optimised"
-    fi
-fi
-# A module is reprocessed when its source is newer or the post-processing choice changed
-# (recorded per output in target/postprocess/<name>, for variants in
-# target/postprocess/variants/<name>.<variant>).
-mkdir -p target/postprocess/variants
-# postprocess NAME SRC DST [COMMAND...]: DST from SRC, through COMMAND when given.
-postprocess() {
-    local name="$1" src="$2" dst="$3"
-    shift 3
-    local stamp="target/postprocess/$name" want="${*:-copy}"
-    if is_stale "$src" "$dst" || [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
-        produce "$src" "$dst" "$@"
-        echo "$want" >"$stamp"
-    fi
+# deb_version PKG: the installed version of a Debian package, or "-".
+deb_version() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo -; }
+
+# The toolchain that built dist/, recorded beside the modules and printed.
+write_toolchain() {
+    local file="$1" p
+    {
+        echo "# The guest toolchain that built these modules (written by actions/build.sh)."
+        echo "route: $route"
+        echo "rustc: $("${rustc_cmd[@]}" --version)"
+        echo "rustc LLVM: $("${rustc_cmd[@]}" -vV | sed -n 's/^LLVM version: //p')"
+        echo "clang: $(clang-19 --version | head -n 1)"
+        for p in rustc-web rust-web-src wasi-libc lld-19 clang-19 libclang-rt-19-dev-wasm32; do
+            echo "deb $p: $(deb_version "$p")"
+        done
+        echo "crates: actions/Cargo.lock sha256 $(sha256sum <Cargo.lock | cut -d' ' -f1)"
+    } >"$file.tmp"
+    mv -f "$file.tmp" "$file"
 }
+
 if [[ $variants -eq 1 ]]; then
     for v in "${variant_names[@]}"; do
-        post=("${opt[@]+"${opt[@]}"}")
-        # Debug is not optimised: wasm-opt -O0 -g only rewrites the encoding (LLVM's padded
-        # call_indirect table index reads as reference types to WAMR) and keeps debug info.
-        if [[ "$v" == debug && ${#opt[@]} -gt 0 ]]; then
-            post=(wasm-opt -O0 -g "${opt[@]:2}")
-        fi
         dir="$(profile_dir "${variant_profile[$v]}")"
         for a in "${rust_actions[@]}"; do
-            postprocess "variants/$a.$v" "target/$target/$dir/$a.wasm" \
-                "dist/variants/$a.$v.wasm" "${post[@]+"${post[@]}"}"
+            publish "target/$target/$dir/$a.wasm" "dist/variants/$a.$v.wasm"
         done
     done
+    write_toolchain dist/variants/toolchain.txt
     size_table dist/variants .wasm
     exit 0
 fi
 for a in "${rust_actions[@]+"${rust_actions[@]}"}"; do
-    postprocess "$a" "target/$target/release/$a.wasm" "dist/$a.wasm" "${opt[@]+"${opt[@]}"}"
+    publish "target/$target/release/$a.wasm" "dist/$a.wasm"
 done
 for a in "${c_actions[@]+"${c_actions[@]}"}"; do
-    postprocess "$a" "target/c/$a.wasm" "dist/$a.wasm" "${opt[@]+"${opt[@]}"}"
+    publish "target/c/$a.wasm" "dist/$a.wasm"
 done
+write_toolchain dist/toolchain.txt
+(cd dist && sha256sum -- *.wasm >SHA256SUMS)
 size_table dist .wasm
+sed 's/^/build.sh: /' dist/toolchain.txt >&2

@@ -8,22 +8,26 @@
 #   eval/evaluate.sh --quick         # tiny sizes, a few minutes: CI runs this so nothing rots
 #
 # Options:
-#   --backends LIST   executor builds to evaluate (default: wasmtime,wasmer,wamr in full mode,
-#                     built with scripts/wasmer.sh and scripts/wamr.sh when missing; in quick
-#                     mode only those already built besides wasmtime)
-#   --out DIR         results (default eval/results/evaluation; quick: target/eval-quick/evaluation)
-#   --no-jmeter       skip the JMeter plans
-#   -- ARGS           passed on to `wasm-bench evaluate` (e.g. --experiments cold,cpu)
+#   --backends LIST     executor builds to evaluate (default: wasmtime,wasmer,wamr; the wasmer
+#                       and WAMR builds are made with scripts/wasmer.sh and scripts/wamr.sh
+#                       when missing)
+#   --out DIR           results (default eval/results/evaluation; quick: target/eval-quick/evaluation)
+#   --max-error-pct P   fail when more than P % of an experiment's activations on one platform,
+#                       or of a JMeter plan's requests, failed (default 0: any failure fails)
+#   --no-jmeter         leave out the JMeter plans
+#   -- ARGS             passed on to `wasm-bench evaluate` (e.g. --experiments cold,cpu)
 #
-# Needs root (or sudo) the first time: it installs Debian's docker.io for the baseline engine.
+# Needs root (or passwordless sudo) the first time: scripts/prerequisites.sh installs Debian's
+# docker.io for the baseline engine, Go, matplotlib, a JDK and Maven.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=scripts/common.sh
 source scripts/common.sh
 
 quick=0
-backends=""
+backends=wasmtime,wasmer,wamr
 out=""
+max_error_pct=0
 jmeter=1
 extra=()
 while [[ $# -gt 0 ]]; do
@@ -31,9 +35,10 @@ while [[ $# -gt 0 ]]; do
     --quick) quick=1 ;;
     --backends) backends="$2"; shift ;;
     --out) out="$2"; shift ;;
+    --max-error-pct) max_error_pct="$2"; shift ;;
     --no-jmeter) jmeter=0 ;;
     --) shift; extra=("$@"); break ;;
-    -h | --help) sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "evaluate.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -42,8 +47,18 @@ if [[ -z "$out" ]]; then
     if [[ $quick == 1 ]]; then out=target/eval-quick/evaluation; else out=eval/results/evaluation; fi
 fi
 started=$SECONDS
-bin=target/release
-ensure_packages curl
+bin="${CARGO_TARGET_DIR:-target}/release"
+IFS=, read -r -a backend_list <<<"$backends"
+groups=(guests eval java)
+for b in "${backend_list[@]}"; do
+    case "$b" in
+    wasmtime) ;;
+    wasmer | wamr) groups+=("$b") ;;
+    *) echo "evaluate.sh: unknown backend $b" >&2; exit 2 ;;
+    esac
+done
+step "prerequisites: ${groups[*]}"
+scripts/prerequisites.sh "${groups[@]}"
 
 step "actions: Wasm, native twins, and hash built three ways"
 actions/build.sh
@@ -55,24 +70,12 @@ step "executor (wasmtime), precompiler, wasm-bench"
 cargo build --release --locked
 cp "$bin/wasm-executor" "$bin/wasm-executor-wasmtime"
 
-if [[ -z "$backends" ]]; then
-    backends=wasmtime
-    for b in wasmer wamr; do
-        if [[ $quick == 0 || -x "$bin/wasm-executor-$b" ]]; then backends+=",$b"; fi
-    done
-fi
-IFS=, read -r -a backend_list <<<"$backends"
 for b in "${backend_list[@]}"; do
-    case "$b" in
-    wasmtime) ;;
-    wasmer | wamr)
-        if [[ ! -x "$bin/wasm-executor-$b" || ! -x "$bin/wasm-precompile-$b" ]]; then
-            step "building the $b executor and precompiler"
-            "scripts/$b.sh" build
-        fi
-        ;;
-    *) echo "evaluate.sh: unknown backend $b" >&2; exit 2 ;;
-    esac
+    if [[ $b != wasmtime ]]; then
+        # A no-op when this build is up to date (scripts/test.sh built it before).
+        step "the $b executor and precompiler"
+        "scripts/$b.sh" build
+    fi
 done
 
 step "Docker engine for the baseline (our own, under target/dockerd)"
@@ -87,10 +90,14 @@ eval/baseline/build-images.sh add echo hash net \
 step "experiments on ${backends}, docker, native"
 mode=()
 [[ $quick == 1 ]] && mode=(--quick)
-"$bin/wasm-bench" evaluate "${mode[@]}" --platforms "$backends,docker,native" --out "$out" "${extra[@]}"
+"$bin/wasm-bench" evaluate "${mode[@]}" --platforms "$backends,docker,native" --out "$out" \
+    --executor-wasmtime "$bin/wasm-executor-wasmtime" --executor-wasmer "$bin/wasm-executor-wasmer" \
+    --executor-wamr "$bin/wasm-executor-wamr" --precompiler "$bin/wasm-precompile" \
+    --max-error-pct "$max_error_pct" "${extra[@]}"
 
 step "plots"
-python3 eval/plot.py "$out"
+# Debian's Python, where python3-matplotlib lives (scripts/prerequisites.sh eval).
+/usr/bin/python3 eval/plot.py "$out"
 
 # run_jmeter PLATFORM PLAN USER_MEMORY_MB: a gateway on PLATFORM with an OpenWhisk-like pool of
 # that much user memory, the JMeter plan through Maven against it, the gateway stopped again.
@@ -99,6 +106,7 @@ run_jmeter() {
     port=$((18080 + RANDOM % 1000))
     log="$out/jmeter/gateway-$platform-$plan.log"
     "$bin/wasm-bench" gateway --platform "$platform" --listen "127.0.0.1:$port" \
+        --executor "$bin/wasm-executor-$platform" --precompiler "$bin/wasm-precompile" \
         --user-memory-mb "$memory" >"$log" 2>&1 &
     gateway=$!
     for _ in $(seq 1 600); do
@@ -107,7 +115,7 @@ run_jmeter() {
         sleep 0.1
     done
     eval/jmeter/run.sh --port "$port" --plan "$plan" "${jmeter_mode[@]}" \
-        --out "$out/jmeter/$platform" -- "${jmeter_props[@]}" || status=$?
+        --max-error-pct "$max_error_pct" --out "$out/jmeter/$platform" -- "${jmeter_props[@]}" || status=$?
     kill -TERM "$gateway"
     wait "$gateway" || true
     return "$status"

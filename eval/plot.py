@@ -1,10 +1,11 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Plots of the evaluation (eval/RESULTS.md) from the records `wasm-bench evaluate` wrote.
 
-    python3 eval/plot.py [RESULTS_DIR]      # default eval/results/evaluation; PNGs in DIR/plots
+    /usr/bin/python3 eval/plot.py [RESULTS_DIR]   # default eval/results/evaluation; PNGs in DIR/plots
 
-Reads DIR/<experiment>.csv.gz and DIR/summary.json; needs matplotlib (installed with pip
-when missing). One PNG per experiment.
+Reads DIR/<experiment>.csv.gz and DIR/summary.json; needs matplotlib, which on Debian 12 is
+the package python3-matplotlib for the system's Python (scripts/prerequisites.sh eval installs
+it). One PNG per experiment.
 """
 
 import csv
@@ -12,15 +13,16 @@ import gzip
 import json
 import math
 import os
-import subprocess
 import sys
 from collections import defaultdict
 
 try:
     import matplotlib
 except ImportError:
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "matplotlib"], check=True)
-    import matplotlib
+    sys.exit(
+        "plot.py: %s cannot import matplotlib; on Debian 12 install python3-matplotlib "
+        "(scripts/prerequisites.sh eval) and run this with /usr/bin/python3" % sys.executable
+    )
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402

@@ -29,7 +29,7 @@ started=$SECONDS
 
 bin="${CARGO_TARGET_DIR:-target}/release"
 log "default build (wasmtime executor, precompilers, wasm-bench)"
-cargo build --release
+cargo build --release --locked
 cp "$bin/wasm-executor" "$bin/wasm-executor-wasmtime"
 scripts/wamr.sh build
 
@@ -46,7 +46,7 @@ else
     hash=(hash "${executors[@]}" --out eval/results/wamr-hash)
 fi
 log "first measurements of the WAMR build"
-WASM_EXECUTOR_BIN="$bin/wasm-executor-wamr" eval/first-measurements.sh "${first[@]}" --precompiler "$bin/wasm-precompile"
+WASM_EXECUTOR_BIN="$bin/wasm-executor-wamr" eval/first-measurements.sh "${first[@]}"
 log "wasm-bench ${footprint[*]}"
 "$bin/wasm-bench" "${footprint[@]}"
 log "wasm-bench ${hash[*]}"

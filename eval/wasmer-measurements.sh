@@ -28,14 +28,15 @@ started=$SECONDS
 [[ -f actions/dist/prime.wasm ]] || actions/build.sh prime
 [[ -x actions/dist/native/hash ]] || actions/build.sh --native hash
 
+bin="${CARGO_TARGET_DIR:-target}/release"
 log "default build (wasmtime executor, precompilers, wasm-bench)"
-cargo build --release
-cp target/release/wasm-executor target/release/wasm-executor-wasmtime
+cargo build --release --locked
+cp "$bin/wasm-executor" "$bin/wasm-executor-wasmtime"
 scripts/wasmer.sh build
 
-first=(first --runtime wasmer --executor target/release/wasm-executor-wasmer)
-hash=(hash --executor wasmtime=target/release/wasm-executor-wasmtime
-    --executor wasmer=target/release/wasm-executor-wasmer)
+first=(first --runtime wasmer --executor "$bin/wasm-executor-wasmer" --precompiler "$bin/wasm-precompile")
+hash=(hash --executor "wasmtime=$bin/wasm-executor-wasmtime"
+    --executor "wasmer=$bin/wasm-executor-wasmer" --precompiler "$bin/wasm-precompile")
 if [[ $quick -eq 1 ]]; then
     first+=(--quick --out target/eval-quick-wasmer/first)
     hash+=(--quick --out target/eval-quick-wasmer/hash)
@@ -44,9 +45,9 @@ else
     hash+=(--out eval/results/hash)
 fi
 log "wasm-bench ${first[*]}"
-target/release/wasm-bench "${first[@]}"
+"$bin/wasm-bench" "${first[@]}"
 log "wasm-bench ${hash[*]}"
-target/release/wasm-bench "${hash[@]}"
+"$bin/wasm-bench" "${hash[@]}"
 metering=(actions/dist/hash.wasm '{"iterations":1200000}' 15)
 sieve=(actions/dist/prime.wasm '{"limit":30000000}' 15)
 repeats=3
@@ -61,8 +62,8 @@ log "wasmer-metering (hash and prime, $repeats times each)"
 {
     echo "# wasmer-metering, $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
     for _ in $(seq "$repeats"); do
-        target/release/wasmer-metering "${metering[@]}"
-        target/release/wasmer-metering "${sieve[@]}"
+        "$bin/wasmer-metering" "${metering[@]}"
+        "$bin/wasmer-metering" "${sieve[@]}"
     done
 } | tee "$metering_out"
 log "done in $((SECONDS - started)) s"

@@ -1,58 +1,67 @@
 #!/usr/bin/env bash
-# Runs every test of the project on a fresh machine: installs what is missing (Debian packages
-# for the guest toolchain via actions/build.sh), builds the executor, precompiler and example
-# actions once, checks formatting and lints, runs the conformance suite and unit tests, the
-# OpenWhisk patch's tests against the real executor, the wasmer and WAMR backends, the Docker
-# baseline's proxy, and the benchmark and evaluation harnesses in quick mode (the evaluation
-# starts its own Docker engine and runs the JMeter plans).
+# Runs every test of the project on a fresh Debian 12 machine (what CI runs): installs and
+# checks every prerequisite first (scripts/prerequisites.sh), builds the guests, the executor
+# and the precompilers once, checks formatting and lints, runs the guests' unit tests and the
+# reproducibility of their build, the unit tests and the conformance suite over HTTP on every
+# backend (wasmtime, wasmer, WAMR), the OpenWhisk patch's tests against the real executor, the
+# Docker baseline's proxy tests, the benchmark harnesses in quick mode and the evaluation in
+# quick mode (its own Docker engine, every backend against the baseline, the JMeter plans).
+# Nothing is skipped: a missing tool stops the run in its first minute.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # shellcheck source=scripts/common.sh
 source scripts/common.sh
 started=$SECONDS
+bin="${CARGO_TARGET_DIR:-target}/release"
+
+# timed NAME COMMAND...: runs the command under a step heading and reports how long it took.
+timed() {
+    local name="$1" began=$SECONDS
+    shift
+    step "$name"
+    "$@"
+    step "$name: $((SECONDS - began)) s"
+}
+
+timed "prerequisites: every package and tool, checked up front" scripts/prerequisites.sh all
 
 step "guest actions (wasm32-wasip1)"
 actions/build.sh
+step "the guest build is reproducible (the same bytes from another path)"
+actions/build.sh --reproduce
+
+step "guest SDK and actions: format, lints, unit tests (host)"
+(cd actions && cargo fmt --all -- --check)
+(cd actions && cargo clippy --locked --all-targets -- -D warnings)
+(cd actions && cargo test --locked)
 
 step "executor and precompiler (release, one target directory)"
 cargo build --release --locked
 # Other backends' builds overwrite target/release/wasm-executor: keep this one by name.
-cp target/release/wasm-executor target/release/wasm-executor-wasmtime
+cp "$bin/wasm-executor" "$bin/wasm-executor-wasmtime"
 
 step "format and lints"
 cargo fmt --all -- --check
 cargo clippy --release --all-targets --locked -- -D warnings
 
-step "unit tests and the conformance suite (wasmtime backend)"
-cargo test --release --locked
+timed "unit tests and the conformance suite (wasmtime backend)" cargo test --release --locked
 
-if [[ -x openwhisk-patch/test.sh ]]; then
-    step "OpenWhisk patch: executor client against the real executor"
-    WASM_EXECUTOR_BIN="$PWD/target/release/wasm-executor-wasmtime" openwhisk-patch/test.sh
-fi
+timed "OpenWhisk patch: executor client against the real executor" \
+    env WASM_EXECUTOR_BIN="$(cd "$bin" && pwd)/wasm-executor-wasmtime" openwhisk-patch/test.sh
 
-if [[ -x eval/first-measurements.sh ]]; then
-    step "benchmark harness (quick mode, so it cannot rot)"
-    eval/first-measurements.sh --quick
-fi
+timed "benchmark harness (quick mode, so it cannot rot)" eval/first-measurements.sh --quick
 
-step "wasmer backend (LLVM and headless builds): lints, unit tests, conformance suite, wasmer tests"
-wasmer_started=$SECONDS
-scripts/wasmer.sh test
-step "wasmer part took $((SECONDS - wasmer_started)) s"
+timed "wasmer backend (LLVM and headless builds): lints, unit tests, conformance suite, wasmer tests, measurements" \
+    scripts/wasmer.sh test
 
-step "WAMR backend (interpreter + AOT): lints, unit tests, conformance suite, WAMR tests"
-wamr_started=$SECONDS
-scripts/wamr.sh test
-step "WAMR part took $((SECONDS - wamr_started)) s"
+timed "WAMR backend (interpreter + AOT): lints, unit tests, conformance suite, WAMR tests, measurements" \
+    scripts/wamr.sh test
 
-step "Docker baseline: the action proxy's tests"
-(cd eval/baseline/proxy && go test ./...)
+step "Docker baseline: the action proxy's vet and tests"
+(cd eval/baseline/proxy && go vet ./... && go test ./...)
 
-step "evaluation harness (quick mode): every backend against the Docker baseline, JMeter plans"
-eval_started=$SECONDS
-eval/evaluate.sh --quick
-step "evaluation part took $((SECONDS - eval_started)) s"
+timed "evaluation (quick mode): every backend against the Docker baseline, JMeter plans" \
+    eval/evaluate.sh --quick
 
 step "all tests passed in $((SECONDS - started)) s"

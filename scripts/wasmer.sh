@@ -2,7 +2,7 @@
 # The wasmer builds: installs what they need, builds, tests. Used by the Makefile
 # (build-wasmer, build-wasmer-headless, precompiler-wasmer, test-wasmer) and by scripts/test.sh.
 #
-#   scripts/wasmer.sh deps            Debian packages for LLVM 22 (installed when missing)
+#   scripts/wasmer.sh deps            Debian packages for LLVM 22 (scripts/prerequisites.sh wasmer)
 #   scripts/wasmer.sh build           wasm-executor (wasmer, LLVM) + wasm-precompile-wasmer
 #   scripts/wasmer.sh build-headless  wasm-executor without a compiler (artifacts only)
 #   scripts/wasmer.sh test            both builds: lints, unit tests, conformance suite, wasmer tests
@@ -25,9 +25,8 @@ HEADLESS=(-p wasm-executor --no-default-features --features wasmer-headless)
 source scripts/common.sh
 
 deps() {
-    # llvm-22 comes from Debian 12's security suite; libzstd-dev is what LLVM's static
-    # libraries link against and llvm-22-dev does not pull in.
-    ensure_packages llvm-22-dev libpolly-22-dev libzstd-dev libz3-dev libxml2-dev libffi-dev zlib1g-dev
+    # llvm-22 comes from Debian 12's security suite.
+    scripts/prerequisites.sh wasmer
 }
 
 build() {
@@ -58,10 +57,8 @@ test_all() {
     "$CARGO" clippy --release --locked --all-targets "${HEADLESS[@]}" -- -D warnings
     "$CARGO" test --release --locked "${HEADLESS[@]}" --test wasmer
     cp "$OUT/wasm-executor" "$OUT/wasm-executor-wasmer-headless"
-    if [[ -z "${CARGO_TARGET_DIR:-}" ]]; then
-        step "wasmer measurements (quick mode, so they cannot rot)"
-        eval/wasmer-measurements.sh --quick
-    fi
+    step "wasmer measurements (quick mode, so they cannot rot)"
+    eval/wasmer-measurements.sh --quick
 }
 
 case "${1:-}" in

@@ -84,8 +84,7 @@ stop_pid() {
 
 start() {
     [[ $(id -u) -eq 0 ]] || die "dockerd needs root"
-    command -v dockerd >/dev/null || ensure_packages docker.io
-    command -v docker >/dev/null || ensure_packages docker.io
+    "$root/scripts/prerequisites.sh" eval
     local pid
     pid="$(dockerd_pid)"
     if [[ -z "$pid" ]]; then

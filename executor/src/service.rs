@@ -345,7 +345,9 @@ impl Executor {
     pub fn logs(&self, id: &str) -> Result<String, ServiceError> {
         match self.containers.lookup(id) {
             Lookup::Ready(container) => Ok(container.logs.drain()),
-            _ => Err(ServiceError::NotFound(format!(
+            // It exists, and nothing has run in it yet.
+            Lookup::Initializing => Ok(String::new()),
+            Lookup::Unknown => Err(ServiceError::NotFound(format!(
                 "container {id} does not exist"
             ))),
         }

@@ -2,9 +2,11 @@
 //!
 //! `{"dir": "/tmp/wasm-cache", "file": "name.txt", "content": "…"}` writes the file, reads it
 //! back and lists the directory → `{"path": …, "written": bytes, "read": …, "entries": […]}`.
-//! `{"read_path": P}` tries to read any path → `{"read": …}` or `{"read_error": …}`, and
-//! `{"write_path": P, "content": …}` tries to write one → `{"written": …}` or
-//! `{"write_error": …}`: the conformance suite uses these to prove confinement.
+//! `{"read_path": P}` tries to read any path → `{"read": …}` or `{"read_error": …,
+//! "read_errno": n}`, and `{"write_path": P, "content": …}` tries to write one →
+//! `{"written": …}` or `{"write_error": …, "write_errno": n}` (the WASI errno, `null` when the
+//! error is not the system's, e.g. no preopened directory covers the path): the conformance
+//! suite uses these to prove confinement.
 
 use openwhisk::serde_json::Map;
 use openwhisk::{Error, Value, error, json, params};
@@ -19,18 +21,28 @@ fn probe(p: &Value, read_path: Option<&str>, write_path: Option<&str>) -> Result
     let mut out = Map::new();
     if let Some(path) = read_path {
         match fs::read(path) {
-            Ok(bytes) => out.insert("read".into(), json!(String::from_utf8_lossy(&bytes))),
-            Err(e) => out.insert("read_error".into(), json!(e.to_string())),
-        };
+            Ok(bytes) => {
+                out.insert("read".into(), json!(String::from_utf8_lossy(&bytes)));
+            }
+            Err(e) => report(&mut out, "read", &e),
+        }
     }
     if let Some(path) = write_path {
         let content = params::str_or(p, "content", DEFAULT_CONTENT)?;
         match fs::write(path, content) {
-            Ok(()) => out.insert("written".into(), json!(content.len())),
-            Err(e) => out.insert("write_error".into(), json!(e.to_string())),
-        };
+            Ok(()) => {
+                out.insert("written".into(), json!(content.len()));
+            }
+            Err(e) => report(&mut out, "write", &e),
+        }
     }
     Ok(Value::Object(out))
+}
+
+/// `<what>_error` (the message) and `<what>_errno` (the OS error number, or null).
+fn report(out: &mut Map<String, Value>, what: &str, e: &std::io::Error) {
+    out.insert(format!("{what}_error"), json!(e.to_string()));
+    out.insert(format!("{what}_errno"), json!(e.raw_os_error()));
 }
 
 fn filesys(p: Value) -> Result<Value, Error> {

@@ -12,7 +12,10 @@ use std::{
 
 use serde_json::Value;
 
-use crate::platform::{Action, Container, Platform, RunResult};
+use crate::{
+    failures,
+    platform::{Action, Container, Platform, RunResult},
+};
 
 #[derive(Debug, Clone)]
 pub struct PoolConfig {
@@ -200,7 +203,7 @@ impl Invoker {
                     if let Some(old) = evicted
                         && let Err(error) = old.container.remove()
                     {
-                        tracing::warn!(%error, "removing an evicted container failed");
+                        failures::housekeeping("removing an evicted container", &error);
                     }
                     return match self.platform.create(action) {
                         Ok(container) => Ok((container, true)),
@@ -232,7 +235,7 @@ impl Invoker {
 
     fn discard(&self, container: Box<dyn Container>) {
         if let Err(error) = container.remove() {
-            tracing::warn!(%error, "removing a failed container failed");
+            failures::housekeeping("removing a failed container", &error);
         }
         self.lock().busy -= 1;
         self.changed.notify_all();
@@ -273,7 +276,7 @@ impl Invoker {
         drop(state);
         for idle in expired {
             if let Err(error) = idle.container.remove() {
-                tracing::warn!(%error, "removing an idle container failed");
+                failures::housekeeping("removing an idle container", &error);
             }
         }
         if suspending.is_some() {
@@ -299,11 +302,13 @@ impl Invoker {
                 // Shut down meanwhile.
                 None => {
                     drop(state);
-                    let _ = container.remove();
+                    if let Err(error) = container.remove() {
+                        failures::housekeeping("removing a container after shutdown", &error);
+                    }
                 }
             }
             if let Err(error) = suspended {
-                tracing::warn!(%error, "suspending an idle container failed");
+                failures::housekeeping("suspending an idle container", &error);
             }
             self.changed.notify_all();
         }
@@ -318,7 +323,9 @@ impl Invoker {
         drop(state);
         self.changed.notify_all();
         for idle in idle {
-            let _ = idle.container.remove();
+            if let Err(error) = idle.container.remove() {
+                failures::housekeeping("removing an idle container at shutdown", &error);
+            }
         }
     }
 }

@@ -8,6 +8,7 @@ mod cpu;
 mod driver;
 mod evaluation;
 mod executor;
+mod failures;
 mod footprint;
 mod gateway;
 mod hash;
@@ -273,6 +274,35 @@ fn run_suite(
     let markdown = report::markdown(&report);
     std::fs::write(env.out.join("summary.md"), &markdown).context("writing summary.md")?;
     tracing::info!(out = %env.out.display(), seconds = report.wall_seconds, "done");
+    // Every measured request must have got its scenario's status: anything else is a finding,
+    // not a data point.
+    let scenarios = report
+        .warm
+        .scenarios
+        .iter()
+        .map(|s| &s.summary)
+        .chain(report.throughput.levels.iter().map(|l| &l.summary))
+        .chain(&report.instance.scenarios);
+    let failed: Vec<String> = scenarios
+        .filter(|s| s.unexpected() > 0 || s.requests == 0)
+        .map(|s| {
+            format!(
+                "{}: {} of {} requests did not get {} {:?}",
+                s.scenario,
+                s.unexpected(),
+                s.requests,
+                s.expected_status,
+                s.statuses
+            )
+        })
+        .collect();
+    if !failed.is_empty() {
+        bail!(
+            "{markdown}\nrequests failed (every result is in {}):\n  {}",
+            env.out.display(),
+            failed.join("\n  ")
+        );
+    }
     Ok(markdown)
 }
 

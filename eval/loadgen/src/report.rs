@@ -364,16 +364,10 @@ pub fn markdown(r: &Report) -> String {
     );
     let _ = writeln!(
         o,
-        "| connection | clients | req/s | p50 | p99 | non-200 | CPU/request executor | CPU/request client |\n|---|---|---|---|---|---|---|---|"
+        "| connection | clients | req/s | p50 | p99 | failed | CPU/request executor | CPU/request client |\n|---|---|---|---|---|---|---|---|"
     );
     for l in &r.throughput.levels {
-        let bad: usize = l
-            .summary
-            .statuses
-            .iter()
-            .filter(|(s, _)| **s != 200)
-            .map(|(_, n)| n)
-            .sum();
+        let bad = l.summary.unexpected();
         let _ = writeln!(
             o,
             "| {} | {} | {:.0} | {} | {} | {bad} | {} | {} |",

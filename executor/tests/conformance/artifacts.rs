@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 use wasm_artifact::{OperatorKey, RuntimeId, host_target, sha256_hex};
 
-use crate::harness::{Executor, ScratchDir, action};
+use crate::harness::{BUILD_RUNTIME, Executor, ScratchDir, action, precompile};
 
 struct Keys {
     dir: ScratchDir,
@@ -35,36 +35,6 @@ impl Keys {
     }
 }
 
-/// Runs this runtime's precompiler (built next to the executor binary) on an example action.
-fn precompile(
-    runtime: &str,
-    action_name: &str,
-    target: &str,
-    key: Option<&Path>,
-    out: &Path,
-) -> Vec<u8> {
-    let binary = Path::new(env!("CARGO_BIN_EXE_wasm-executor"))
-        .with_file_name(format!("wasm-precompile-{runtime}"));
-    let input = out.with_file_name(format!("{action_name}.wasm"));
-    std::fs::write(&input, action(action_name)).unwrap();
-    let mut command = std::process::Command::new(&binary);
-    command
-        .arg(&input)
-        .args(["--target", target, "--zip", "-o"])
-        .arg(out);
-    if let Some(key) = key {
-        command.arg("--sign-key").arg(key);
-    }
-    let status = command.status().unwrap_or_else(|e| {
-        panic!(
-            "{}: {e}; build the precompiler first (make build)",
-            binary.display()
-        )
-    });
-    assert!(status.success(), "precompiling {action_name} for {target}");
-    std::fs::read(out).unwrap()
-}
-
 /// An envelope written by hand, to claim what our precompiler never would.
 fn forged_envelope(runtime: &str, version: &str, target: &str, payload: &[u8]) -> Vec<u8> {
     let header = json!({
@@ -80,22 +50,19 @@ fn forged_envelope(runtime: &str, version: &str, target: &str, payload: &[u8]) -
     out
 }
 
-fn this_runtime(ex: &Executor) -> (String, String) {
+/// The runtime version `/health` reports, after checking that it names this build's runtime.
+fn runtime_version(ex: &Executor) -> String {
     let health = ex.get("/health").json();
-    (
-        health["runtime"].as_str().unwrap().to_owned(),
-        health["runtime_version"].as_str().unwrap().to_owned(),
-    )
+    assert_eq!(health["runtime"], BUILD_RUNTIME, "{health}");
+    health["runtime_version"].as_str().unwrap().to_owned()
 }
 
 #[test]
 fn signed_artifacts_load_and_run() {
     let keys = Keys::new();
     let ex = Executor::start_with(&["--trusted-key", &keys.public()]);
-    let (runtime, _) = this_runtime(&ex);
     let zip = precompile(
-        &runtime,
-        "add",
+        &action("add"),
         &host_target(),
         Some(&keys.private()),
         &keys.dir.0.join("add.zip"),
@@ -113,10 +80,8 @@ fn signed_artifacts_load_and_run() {
 fn unsigned_artifacts_need_the_trust_flag() {
     let keys = Keys::new();
     let ex = Executor::start_with(&["--trusted-key", &keys.public()]);
-    let (runtime, _) = this_runtime(&ex);
     let zip = precompile(
-        &runtime,
-        "echo",
+        &action("echo"),
         &host_target(),
         None,
         &keys.dir.0.join("echo.zip"),
@@ -141,10 +106,8 @@ fn a_signature_by_another_key_or_a_tampered_payload_is_refused() {
         &keys.public(),
         "--allow-unsigned-artifacts",
     ]);
-    let (runtime, _) = this_runtime(&ex);
     let zip = precompile(
-        &runtime,
-        "add",
+        &action("add"),
         &host_target(),
         Some(&stranger.private()),
         &keys.dir.0.join("s.zip"),
@@ -153,8 +116,7 @@ fn a_signature_by_another_key_or_a_tampered_payload_is_refused() {
     assert!(r.expect(502).error().contains("signature"), "{}", r.text());
 
     let raw = precompile(
-        &runtime,
-        "add",
+        &action("add"),
         &host_target(),
         None,
         &keys.dir.0.join("t.zip"),
@@ -180,15 +142,14 @@ fn artifacts_for_another_cpu_runtime_or_version_are_refused() {
         &keys.public(),
         "--allow-unsigned-artifacts",
     ]);
-    let (runtime, version) = this_runtime(&ex);
+    let version = runtime_version(&ex);
     let other_target = if host_target().starts_with("aarch64") {
         "x86_64-unknown-linux-gnu"
     } else {
         "aarch64-unknown-linux-gnu"
     };
     let zip = precompile(
-        &runtime,
-        "add",
+        &action("add"),
         other_target,
         Some(&keys.private()),
         &keys.dir.0.join("arm.zip"),
@@ -199,7 +160,7 @@ fn artifacts_for_another_cpu_runtime_or_version_are_refused() {
     let other_runtime = RuntimeId::ALL
         .into_iter()
         .map(|r| r.name())
-        .find(|name| *name != runtime)
+        .find(|name| *name != BUILD_RUNTIME)
         .unwrap();
     let forged = forged_envelope(other_runtime, "1.0.0", &host_target(), b"native code");
     let r = ex.init_code("runtime", &forged, json!({}));
@@ -211,7 +172,7 @@ fn artifacts_for_another_cpu_runtime_or_version_are_refused() {
         r.text()
     );
 
-    let forged = forged_envelope(&runtime, "0.0.1-old", &host_target(), b"native code");
+    let forged = forged_envelope(BUILD_RUNTIME, "0.0.1-old", &host_target(), b"native code");
     let r = ex.init_code("version", &forged, json!({}));
     let error = r.expect(502).error();
     assert!(
@@ -245,6 +206,8 @@ fn portable_modules_are_compiled_once_and_cached() {
         Some("interpreted") => false,
         other => panic!("this build must run portable modules, /health says {other:?}"),
     };
+    // WAMR interprets portable modules; wasmtime and wasmer compile them.
+    assert_eq!(compiles, BUILD_RUNTIME != "wamr", "{BUILD_RUNTIME}");
     assert_eq!(files_under(&ex.cache.0), 0);
     ex.init_action("first", "big");
     let cached = files_under(&ex.cache.0);

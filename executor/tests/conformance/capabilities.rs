@@ -36,43 +36,78 @@ fn dir_grants_one_directory_and_nothing_else() {
         "written on the host"
     );
 
+    // Every file tried below exists on the host: only the sandbox can refuse it.
     std::fs::write(root.0.join("secret"), "outside").unwrap();
     for path in [
         "/etc/passwd".to_owned(),
-        format!("{dir}/../secret"),
-        format!("{dir}/../../../../etc/passwd"),
         root.0.join("secret").to_string_lossy().into_owned(),
     ] {
         let out = ex.run("fs", json!({"read_path": path})).expect(200).json();
-        assert!(
-            out["read_error"].is_string(),
-            "{path} must not be readable: {out}"
-        );
+        assert_refused(&out, "read", &path, OUTSIDE_EVERY_PREOPEN);
     }
+    for path in [
+        format!("{dir}/../secret"),
+        format!("{dir}/../../../../etc/passwd"),
+    ] {
+        let out = ex.run("fs", json!({"read_path": path})).expect(200).json();
+        assert_refused(&out, "read", &path, LEAVING_THE_PREOPEN);
+    }
+    let outside = root.0.join("escaped.txt");
     let out = ex
-        .run(
-            "fs",
-            json!({"write_path": "/tmp/escaped.txt", "content": "x"}),
-        )
+        .run("fs", json!({"write_path": outside, "content": "x"}))
         .expect(200)
         .json();
-    assert!(out["write_error"].is_string(), "{out}");
+    assert_refused(
+        &out,
+        "write",
+        &outside.to_string_lossy(),
+        OUTSIDE_EVERY_PREOPEN,
+    );
+    assert!(!outside.exists(), "nothing was written outside the grant");
 
     // A symlink inside the granted directory does not lead out of it.
     std::os::unix::fs::symlink("/etc", granted.join("etc-link")).unwrap();
-    let out = ex
-        .run("fs", json!({"read_path": format!("{dir}/etc-link/passwd")}))
-        .expect(200)
-        .json();
-    assert!(out["read_error"].is_string(), "{out}");
+    let path = format!("{dir}/etc-link/passwd");
+    let out = ex.run("fs", json!({"read_path": path})).expect(200).json();
+    assert_refused(&out, "read", &path, LEAVING_THE_PREOPEN);
 
     // Without the annotation nothing of the filesystem is visible.
     ex.init_action("nofs", "filesys");
+    let path = format!("{dir}/a.txt");
     let out = ex
-        .run("nofs", json!({"read_path": format!("{dir}/a.txt")}))
+        .run("nofs", json!({"read_path": path}))
         .expect(200)
         .json();
-    assert!(out["read_error"].is_string(), "{out}");
+    assert_refused(&out, "read", &path, OUTSIDE_EVERY_PREOPEN);
+}
+
+/// WASI's ENOTCAPABLE (wasi-libc numbering): no capability for the path.
+const ENOTCAPABLE: i64 = 76;
+/// WASI's EPERM: the operation is not permitted.
+const EPERM: i64 = 63;
+
+/// A path no preopened directory covers: wasi-libc itself finds no capability for it, on
+/// every backend.
+const OUTSIDE_EVERY_PREOPEN: &[i64] = &[ENOTCAPABLE];
+/// A path inside the preopened directory whose resolution (`..`, a symlink) would leave it:
+/// the runtime refuses, with ENOTCAPABLE (wasmer, WAMR) or EPERM (wasmtime's cap-std).
+const LEAVING_THE_PREOPEN: &[i64] = &[ENOTCAPABLE, EPERM];
+
+/// `filesys` reported that the sandbox refused `<what>` of `path` with one of `allowed` (not
+/// "not found", which would mean the path was looked up somewhere).
+#[track_caller]
+fn assert_refused(out: &serde_json::Value, what: &str, path: &str, allowed: &[i64]) {
+    assert!(
+        out[what].is_null() && out["written"].is_null(),
+        "{path} must not be accessible: {out}"
+    );
+    let errno = out[format!("{what}_errno")]
+        .as_i64()
+        .unwrap_or_else(|| panic!("{path}: the refusal carries a WASI errno: {out}"));
+    assert!(
+        allowed.contains(&errno),
+        "{path}: refused by the sandbox with WASI errno {allowed:?}, not {errno}: {out}"
+    );
 }
 
 #[test]

@@ -171,6 +171,39 @@ impl Executor {
         )
     }
 
+    /// How late a time limit may end an activation on this machine at this moment: one
+    /// second plus 25 times the slowest of five trivial round trips (`GET /health`) measured
+    /// now. The margin widens with the machine's load (a busy 2-core CI machine answers
+    /// slowly) instead of being a fixed figure that only holds on a quiet one.
+    pub fn late_margin(&self) -> Duration {
+        let slowest = (0..5)
+            .map(|_| {
+                let started = Instant::now();
+                self.get("/health").expect(200);
+                started.elapsed()
+            })
+            .max()
+            .unwrap();
+        Duration::from_secs(1) + slowest * 25
+    }
+
+    /// Asserts that an activation ended by a time limit of `limit` took about the limit: not
+    /// noticeably less (the deadline is set a moment before the request is sent), not more than
+    /// the limit plus [`Self::late_margin`].
+    #[track_caller]
+    pub fn assert_stopped_on_time(&self, took: Duration, limit: Duration, what: &str) {
+        assert!(
+            took + Duration::from_millis(150) >= limit,
+            "{what}: stopped before its limit of {limit:?}, after {took:?}"
+        );
+        let margin = self.late_margin();
+        assert!(
+            took <= limit + margin,
+            "{what}: stopped {:?} after its limit of {limit:?} (margin now {margin:?})",
+            took.saturating_sub(limit)
+        );
+    }
+
     /// The log lines collected since the last call, parsed.
     pub fn logs(&self, id: &str) -> Vec<Value> {
         let r = self.get(&format!("/{id}/logs"));
@@ -258,6 +291,46 @@ fn free_port() -> SocketAddr {
 
 pub fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// The runtime this build of the executor was compiled with, from its cargo feature: what
+/// `/health` must report and whose precompiler makes this build's artifacts.
+pub const BUILD_RUNTIME: &str = if cfg!(feature = "wasmtime") {
+    "wasmtime"
+} else if cfg!(feature = "wasmer-runtime") {
+    "wasmer"
+} else {
+    "wamr"
+};
+
+/// Runs this build's precompiler (`wasm-precompile-<runtime>`, built next to the executor) on
+/// `wasm` for `target`, signed with `key` when given, and returns the zip it wrote to `out`.
+pub fn precompile(wasm: &[u8], target: &str, key: Option<&Path>, out: &Path) -> Vec<u8> {
+    let binary = Path::new(env!("CARGO_BIN_EXE_wasm-executor"))
+        .with_file_name(format!("wasm-precompile-{BUILD_RUNTIME}"));
+    let input = out.with_extension("wasm");
+    std::fs::write(&input, wasm).unwrap();
+    let mut command = Command::new(&binary);
+    command
+        .arg(&input)
+        .args(["--target", target, "--zip", "-o"])
+        .arg(out);
+    if let Some(key) = key {
+        command.arg("--sign-key").arg(key);
+    }
+    let output = command.output().unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; build the precompiler first (make build)",
+            binary.display()
+        )
+    });
+    assert!(
+        output.status.success(),
+        "precompiling {} for {target}: {}",
+        input.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    std::fs::read(out).unwrap()
 }
 
 /// The repository's root (the executor crate's parent).

@@ -11,3 +11,4 @@ mod isolation;
 mod limits;
 mod observability;
 mod runtime_contract;
+mod toolchains;

@@ -167,11 +167,36 @@ fn a_result_that_is_not_a_dictionary_is_a_developer_error() {
 }
 
 #[test]
+fn an_array_result_is_passed_through() {
+    // OpenWhisk accepts a JSON array as an action's result, as well as an object.
+    let ex = Executor::start();
+    ex.init_code(
+        "list",
+        &printing_module(r#"[1,"two",{"three":3}]"#, ""),
+        json!({}),
+    )
+    .expect(200);
+    assert_eq!(
+        ex.run("list", json!({})).expect(200).json(),
+        json!([1, "two", {"three": 3}])
+    );
+}
+
+#[test]
 fn an_application_error_is_a_result() {
     let ex = Executor::start();
     ex.init_action("add", "add");
-    let r = ex.run("add", json!({"param1": "two"}));
-    assert!(r.expect(200).json()["error"].is_string());
+    let r = ex.run("add", json!({"param1": "two", "param2": 2}));
+    // The action's own message, passed through as its result (OpenWhisk shows it to the user).
+    assert_eq!(
+        r.expect(200).json(),
+        json!({"error": "parameter 'param1' must be a number, got \"two\""})
+    );
+    let r = ex.run("add", json!({"param2": 2}));
+    assert_eq!(
+        r.expect(200).json(),
+        json!({"error": "missing parameter 'param1'"})
+    );
 }
 
 #[test]

@@ -146,6 +146,26 @@ fn artifacts_for_another_profile_cpu_or_kind_are_refused_without_harm() {
         "{error}"
     );
 
+    // An artifact from the precompiler before padded `call_indirect` indices were accepted
+    // (the profile's previous tag): refused by name, so the operator knows to precompile again.
+    let previous = format!(
+        "wamr {} [bulk-memory reference-types simd tail-call guard-pages stack-checks termination-checks]",
+        RuntimeId::Wamr.locked_version()
+    );
+    assert_ne!(previous, tag);
+    let r = ex.init_code(
+        "previous",
+        &forge(wamr_profile::wrap(&previous, aot)),
+        json!({}),
+    );
+    let error = r.expect(502).error();
+    assert!(
+        error.contains(&format!(
+            "the artifact was compiled for {previous}, but this executor runs {tag}; precompile it again with the matching wasm-precompile-wamr"
+        )),
+        "{error}"
+    );
+
     // Our tag on something that is not AOT code: bytecode, garbage.
     let r = ex.init_code(
         "bytecode",
@@ -186,7 +206,7 @@ fn artifacts_for_another_profile_cpu_or_kind_are_refused_without_harm() {
         r.text()
     );
 
-    for id in ["profile", "bytecode", "garbage", "lie", "bare"] {
+    for id in ["profile", "previous", "bytecode", "garbage", "lie", "bare"] {
         ex.run(id, json!({})).expect(404);
     }
     healthy(&ex);
@@ -454,7 +474,7 @@ fn many_looping_guests_stop_at_their_deadlines_while_others_are_served() {
     .expect(200);
     ex.init_action("add", "add");
 
-    const DEADLINE_MS: u64 = 1500;
+    const DEADLINE_MS: u64 = 3000;
     // Pure compute loops and clock-polling busy waits, interpreted and AOT: 8 guests at once
     // on 2 cores, so the watchdog works while the machine is saturated.
     let loops: Vec<_> = (0..8)
@@ -476,14 +496,14 @@ fn many_looping_guests_stop_at_their_deadlines_while_others_are_served() {
         })
         .collect();
     std::thread::sleep(Duration::from_millis(200));
+    // Other containers are served while the eight loop: five activations complete meanwhile.
     for _ in 0..5 {
-        let started = Instant::now();
         ex.run("add", json!({"param1": 1, "param2": 1})).expect(200);
-        assert!(
-            started.elapsed() < Duration::from_millis(1000),
-            "other containers stay served"
-        );
     }
+    assert!(
+        loops.iter().all(|l| !l.is_finished()),
+        "the other container was served while the guests looped, not after"
+    );
     for handle in loops {
         let (id, (status, body, took)) = handle.join().unwrap();
         assert_eq!(status, 502, "{id}: {body}");
@@ -494,14 +514,7 @@ fn many_looping_guests_stop_at_their_deadlines_while_others_are_served() {
                 .contains("exceeded its time limit"),
             "{id}: {body}"
         );
-        assert!(
-            took >= Duration::from_millis(DEADLINE_MS - 200),
-            "{id} stopped early: {took:?}"
-        );
-        assert!(
-            took < Duration::from_millis(DEADLINE_MS + 1000),
-            "{id}: deadline plus slack: {took:?}"
-        );
+        ex.assert_stopped_on_time(took, Duration::from_millis(DEADLINE_MS), id);
     }
     // Every worker is free again.
     for id in ["loop-interp", "loop-aot"] {
@@ -540,6 +553,6 @@ fn a_guest_sleeping_in_wasi_is_stopped_at_its_deadline() {
                 .contains("exceeded its time limit"),
             "{tier}: {body}"
         );
-        assert!(took < Duration::from_millis(700 + 1000), "{tier}: {took:?}");
+        ex.assert_stopped_on_time(took, Duration::from_millis(700), tier);
     }
 }

@@ -60,6 +60,10 @@ pub fn compile(wasm: &[u8], target: &AotTarget) -> anyhow::Result<Vec<u8>> {
         enable_bulk_memory: profile::BULK_MEMORY,
         enable_bulk_memory_opt: profile::BULK_MEMORY,
         enable_ref_types: profile::REFERENCE_TYPES,
+        // LLVM (rustc, clang) pads the table index of `call_indirect` to five bytes as soon as
+        // reference types are on, its default since LLVM 19; WAMR reads a padded index only
+        // with this option (WAMR's own wamrc sets it with reference types).
+        enable_call_indirect_overlong: profile::CALL_INDIRECT_OVERLONG,
         enable_simd: profile::SIMD,
         enable_tail_call: profile::TAIL_CALL,
         enable_thread_mgr: profile::TERMINATION_CHECKS,

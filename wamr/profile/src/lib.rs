@@ -18,6 +18,10 @@ pub use start::declares_start_function;
 pub const BULK_MEMORY: bool = true;
 /// Reference types (`funcref`/`externref` values, several tables).
 pub const REFERENCE_TYPES: bool = true;
+/// `call_indirect` with its table index encoded in more than one byte, as LLVM writes it
+/// whenever reference types are on (rustc's and clang's default for wasm32 since LLVM 19).
+/// Part of reference types; WAMR reads such an index only when told to.
+pub const CALL_INDIRECT_OVERLONG: bool = REFERENCE_TYPES;
 /// 128-bit SIMD; the fast interpreter runs it through Debian's SIMDe headers.
 pub const SIMD: bool = true;
 /// `return_call` and friends.
@@ -51,6 +55,7 @@ pub fn tag(wamr_version: &str) -> String {
     let switches = [
         (BULK_MEMORY, "bulk-memory"),
         (REFERENCE_TYPES, "reference-types"),
+        (CALL_INDIRECT_OVERLONG, "call-indirect-overlong"),
         (SIMD, "simd"),
         (TAIL_CALL, "tail-call"),
         (HARDWARE_BOUNDS_CHECKS, "guard-pages"),

@@ -11,6 +11,7 @@ use std::{
 
 use super::{Context, load, sample::Sample};
 use crate::{
+    failures,
     invoker::{Invoker, PoolConfig},
     platform::Platform,
 };
@@ -59,8 +60,8 @@ pub fn run(platform: Arc<dyn Platform>, ctx: &Context) -> anyhow::Result<Vec<Sam
                     })
                 })
                 .collect();
-            handles.into_iter().filter_map(|h| h.join().ok()).collect()
-        });
+            failures::join_all(handles, "access client")
+        })?;
         invoker.shutdown();
         samples.extend(parts.into_iter().flatten());
         tracing::info!(platform = %name, pattern, "access pattern done");

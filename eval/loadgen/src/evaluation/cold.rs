@@ -8,7 +8,10 @@ use std::{
 };
 
 use super::{Context, sample::Sample};
-use crate::platform::{Container, Platform};
+use crate::{
+    failures,
+    platform::{Container, Platform},
+};
 
 pub fn run(platform: &dyn Platform, ctx: &Context) -> anyhow::Result<Vec<Sample>> {
     let mut samples = Vec::new();
@@ -57,15 +60,15 @@ pub fn run(platform: &dyn Platform, ctx: &Context) -> anyhow::Result<Vec<Sample>
                         })
                     })
                     .collect();
-                handles.into_iter().filter_map(|h| h.join().ok()).collect()
-            });
+                failures::join_all(handles, "cold start")
+            })?;
             next += level as u64;
             for (sample, container) in started {
                 samples.push(sample);
                 if let Some(container) = container
                     && let Err(error) = container.remove()
                 {
-                    tracing::warn!(%error, "removing a container failed");
+                    failures::housekeeping("removing a container", &error);
                 }
             }
         }

@@ -6,7 +6,7 @@
 //! are recorded but flagged.
 
 use std::{
-    sync::{Arc, Barrier},
+    sync::{Condvar, Mutex},
     time::{Duration, Instant},
 };
 
@@ -15,6 +15,7 @@ use rand::{Rng, SeedableRng, rngs::StdRng};
 
 use super::sample::Sample;
 use crate::{
+    failures,
     invoker::Invoker,
     platform::{Action, Container, Platform},
 };
@@ -50,14 +51,8 @@ pub fn create_sets(
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a creator panicked")))
-            })
-            .collect()
-    });
+        failures::join_all(handles, "container creator")
+    })?;
     let mut sets: Vec<ClientSet> = (0..clients)
         .map(|_| ClientSet {
             containers: Vec::new(),
@@ -86,7 +81,7 @@ pub fn remove_sets(sets: Vec<ClientSet>) {
     for set in sets {
         for (_, container) in set.containers {
             if let Err(error) = container.remove() {
-                tracing::warn!(%error, "removing a container failed");
+                failures::housekeeping("removing a container", &error);
             }
         }
     }
@@ -106,17 +101,19 @@ pub fn closed_loop(
     epoch: Instant,
     seed: u64,
 ) -> anyhow::Result<Vec<Sample>> {
-    let barrier = Arc::new(Barrier::new(sets.len()));
-    let results: Vec<anyhow::Result<Vec<Sample>>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = sets
+    let gate = StartGate::default();
+    std::thread::scope(|scope| {
+        let spawned: anyhow::Result<Vec<_>> = sets
             .iter_mut()
             .enumerate()
             .map(|(index, set)| {
-                let barrier = Arc::clone(&barrier);
+                let gate = &gate;
                 std::thread::Builder::new()
                     .stack_size(256 * 1024)
                     .spawn_scoped(scope, move || {
-                        barrier.wait();
+                        if !gate.wait() {
+                            return Vec::new();
+                        }
                         let mut rng = StdRng::seed_from_u64(seed ^ index as u64);
                         let begun = Instant::now();
                         let mut samples = Vec::new();
@@ -141,16 +138,38 @@ pub fn closed_loop(
                     .context("starting a client thread")
             })
             .collect();
-        handles
+        // Every client starts together, or none does when one could not be started.
+        gate.open(spawned.is_ok());
+        let handles = spawned?;
+        Ok(failures::join_all(handles, "client")?
             .into_iter()
-            .map(|h| h.and_then(|h| h.join().map_err(|_| anyhow::anyhow!("a client panicked"))))
-            .collect()
-    });
-    let mut samples = Vec::new();
-    for part in results {
-        samples.extend(part?);
+            .flatten()
+            .collect())
+    })
+}
+
+/// Lets waiting threads start all at once, or tells them not to start at all.
+#[derive(Default)]
+struct StartGate {
+    state: Mutex<Option<bool>>,
+    opened: Condvar,
+}
+
+impl StartGate {
+    /// Blocks until the gate is opened; `true`: start, `false`: give up.
+    fn wait(&self) -> bool {
+        let state = self.state.lock().expect("start gate");
+        let state = self
+            .opened
+            .wait_while(state, |s| s.is_none())
+            .expect("start gate");
+        state.unwrap_or(false)
     }
-    Ok(samples)
+
+    fn open(&self, go: bool) {
+        *self.state.lock().expect("start gate") = Some(go);
+        self.opened.notify_all();
+    }
 }
 
 /// One activation on a warm container, timed; a failure below HTTP becomes status 0.

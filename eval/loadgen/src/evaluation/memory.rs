@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::Context;
-use crate::platform::Platform;
+use crate::{failures, platform::Platform};
 
 /// The three builds of `hash` (files `hash.<variant>.wasm` and native `hash.<variant>`).
 pub const VARIANTS: [&str; 3] = ["lto", "release", "debug"];
@@ -56,7 +56,7 @@ pub fn measure(platform: &dyn Platform, ctx: &Context, variant: &str) -> anyhow:
     let own: u64 = containers.iter().filter_map(|c| c.memory()).sum();
     for c in containers {
         if let Err(error) = c.remove() {
-            tracing::warn!(%error, "removing a container failed");
+            failures::housekeeping("removing a container", &error);
         }
     }
     result?;

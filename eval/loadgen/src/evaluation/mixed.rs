@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use rand::{Rng, SeedableRng, rngs::StdRng};
 
 use super::{Context, load, sample::Sample};
-use crate::platform::Platform;
+use crate::{failures, platform::Platform};
 
 pub fn run(platform: &dyn Platform, ctx: &Context) -> anyhow::Result<Vec<Sample>> {
     let sizes = &ctx.sizes;
@@ -57,7 +57,7 @@ pub fn run(platform: &dyn Platform, ctx: &Context) -> anyhow::Result<Vec<Sample>
                     }
                     for (_, container) in containers {
                         if let Err(error) = container.remove() {
-                            tracing::warn!(%error, "removing a container failed");
+                            failures::housekeeping("removing a container", &error);
                         }
                     }
                     for sample in &mut samples {
@@ -70,8 +70,8 @@ pub fn run(platform: &dyn Platform, ctx: &Context) -> anyhow::Result<Vec<Sample>
                 })
             })
             .collect();
-        handles.into_iter().filter_map(|h| h.join().ok()).collect()
-    });
+        failures::join_all(handles, "mixed client")
+    })?;
     tracing::info!(platform = platform.name(), "mixed load done");
     Ok(parts.into_iter().flatten().collect())
 }

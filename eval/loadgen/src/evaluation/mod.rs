@@ -13,6 +13,7 @@ mod summary;
 mod throughput;
 
 use std::{
+    collections::BTreeMap,
     net::{Ipv4Addr, SocketAddr},
     path::PathBuf,
     sync::Arc,
@@ -25,6 +26,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::{
+    failures,
     platform::{
         Action, Platform,
         docker::DockerPlatform,
@@ -88,6 +90,12 @@ pub struct EvaluateArgs {
     /// Seconds measured per closed-loop level.
     #[arg(long)]
     level_secs: Option<f64>,
+    /// Fail the run (after every result is written) when more than this percentage of an
+    /// experiment's activations on one platform failed, cold starts included. 0 fails on any
+    /// failed activation. A panicked client thread, or a container that could not be removed,
+    /// paused or resumed, always fails it.
+    #[arg(long, default_value_t = 0.0)]
+    max_error_pct: f64,
 }
 
 /// How much of everything.
@@ -410,7 +418,62 @@ pub fn run(args: &EvaluateArgs) -> anyhow::Result<()> {
     }
     tracing::info!(out = %args.out.display(), seconds = started.elapsed().as_secs(), "evaluation done");
     print!("{markdown}");
-    Ok(())
+    let mut expected = Vec::new();
+    for experiment in ["cold", "io", "cpu", "mixed", "realistic", "access"] {
+        if wants(experiment) {
+            expected.extend(args.platforms.iter().map(|p| (experiment, p.as_str())));
+        }
+    }
+    check_failures(&results, &expected, args.max_error_pct)
+}
+
+/// Fails when an experiment lost activations on a platform: more than `max_error_pct` percent
+/// failed, or `expected` (experiment, platform) pairs have no activation at all, or containers
+/// could not be removed, paused or resumed. The error lists every such finding.
+fn check_failures(
+    results: &Results,
+    expected: &[(&str, &str)],
+    max_error_pct: f64,
+) -> anyhow::Result<()> {
+    let mut counts: BTreeMap<(&str, &str), (usize, usize)> = BTreeMap::new();
+    for (experiment, samples) in &results.samples {
+        for sample in samples {
+            let (failed, total) = counts
+                .entry((experiment, sample.platform.as_str()))
+                .or_default();
+            *total += 1;
+            *failed += usize::from(!sample.ok());
+        }
+    }
+    let mut problems = Vec::new();
+    for &(experiment, platform) in expected {
+        if !counts.contains_key(&(experiment, platform)) {
+            problems.push(format!(
+                "{experiment} on {platform}: no activation recorded"
+            ));
+        }
+    }
+    for ((experiment, platform), (failed, total)) in &counts {
+        let pct = 100.0 * *failed as f64 / *total as f64;
+        if pct > max_error_pct || failed == total {
+            problems.push(format!(
+                "{experiment} on {platform}: {failed} of {total} activations failed ({pct:.1} %)"
+            ));
+        }
+    }
+    let housekeeping = failures::housekeeping_count();
+    if housekeeping > 0 {
+        problems.push(format!(
+            "{housekeeping} container(s) could not be removed, paused or resumed (see the log)"
+        ));
+    }
+    if problems.is_empty() {
+        return Ok(());
+    }
+    bail!(
+        "the evaluation lost activations (allowed: {max_error_pct} %):\n  {}",
+        problems.join("\n  ")
+    )
 }
 
 fn start_wasm(
@@ -442,4 +505,46 @@ fn start_wasm(
         scratch: scratch.to_path_buf(),
         extra_args: extra_args.iter().map(|a| a.to_string()).collect(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(platform: &str, status: u16) -> Sample {
+        Sample {
+            platform: platform.into(),
+            status,
+            ..Sample::default()
+        }
+    }
+
+    #[test]
+    fn lost_activations_fail_the_run() {
+        let mut results = Results::default();
+        results.add("cold", vec![sample("wasmtime", 200), sample("docker", 200)]);
+        results.add("io", vec![sample("wasmtime", 200), sample("wasmtime", 0)]);
+        let expected = [("cold", "wasmtime"), ("cold", "docker"), ("io", "wasmtime")];
+        // One failure in two: fails at 0 % and at 10 %, passes at 50 %.
+        let error = check_failures(&results, &expected, 0.0)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("io on wasmtime: 1 of 2 activations failed (50.0 %)"),
+            "{error}"
+        );
+        assert!(check_failures(&results, &expected, 10.0).is_err());
+        check_failures(&results, &expected, 50.0).unwrap();
+        // A platform that recorded nothing has lost everything.
+        let error = check_failures(&results, &[("io", "docker")], 50.0)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("io on docker: no activation recorded"),
+            "{error}"
+        );
+        // So has one whose every activation failed, whatever the allowance.
+        results.add("mixed", vec![sample("wamr", 502)]);
+        assert!(check_failures(&results, &expected, 100.0).is_err());
+    }
 }

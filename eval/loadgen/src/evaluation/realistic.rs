@@ -13,6 +13,7 @@ use rand::{Rng, SeedableRng, rngs::StdRng};
 
 use super::{Context, load, sample::Sample};
 use crate::{
+    failures,
     invoker::{Invoker, PoolConfig},
     platform::{Action, Platform},
 };
@@ -61,28 +62,40 @@ pub fn run(platform: Arc<dyn Platform>, ctx: &Context) -> anyhow::Result<Vec<Sam
     }
     tracing::info!(platform = %name, requests = arrivals.len(), "realistic workload");
     let begun = Instant::now();
-    let samples: Vec<Sample> = std::thread::scope(|scope| {
-        let handles: Vec<_> = arrivals
-            .into_iter()
-            .enumerate()
-            .map(|(seq, (offset, action))| {
-                std::thread::sleep(offset.saturating_sub(begun.elapsed()));
-                let invoker = Arc::clone(&invoker);
-                std::thread::Builder::new()
-                    .stack_size(256 * 1024)
-                    .spawn_scoped(scope, move || Sample {
+    let samples = std::thread::scope(|scope| {
+        let mut handles = Vec::new();
+        let mut unstarted = Vec::new();
+        for (seq, (offset, action)) in arrivals.into_iter().enumerate() {
+            std::thread::sleep(offset.saturating_sub(begun.elapsed()));
+            let invoker = Arc::clone(&invoker);
+            let action_name = action.name.clone();
+            let spawned = std::thread::Builder::new()
+                .stack_size(256 * 1024)
+                .spawn_scoped(scope, move || Sample {
+                    scenario: "realistic".into(),
+                    seq: seq as u64,
+                    ..load::pooled_run(&invoker, &action, begun + offset, ctx.epoch)
+                });
+            match spawned {
+                Ok(handle) => handles.push(handle),
+                Err(error) => {
+                    // A request that was never sent is a failed activation (status 0).
+                    tracing::error!(%error, "could not start a request thread");
+                    unstarted.push(Sample {
                         scenario: "realistic".into(),
                         seq: seq as u64,
-                        ..load::pooled_run(&invoker, &action, begun + offset, ctx.epoch)
-                    })
-                    .inspect_err(
-                        |error| tracing::error!(%error, "could not start a request thread"),
-                    )
-            })
-            .filter_map(Result::ok)
-            .collect();
-        handles.into_iter().filter_map(|h| h.join().ok()).collect()
+                        start_ns: (begun + offset).duration_since(ctx.epoch).as_nanos() as u64,
+                        platform: name.clone(),
+                        action: action_name,
+                        ..Sample::default()
+                    });
+                }
+            }
+        }
+        let mut samples = failures::join_all(handles, "request")?;
+        samples.append(&mut unstarted);
+        anyhow::Ok(samples)
     });
     invoker.shutdown();
-    Ok(samples)
+    samples
 }

@@ -53,17 +53,15 @@ impl DockerPlatform {
                 format!("image {image} is missing (build it with eval/baseline/build-images.sh)")
             })?;
         }
-        let gateway = docker(&[
+        let ipam = docker(&[
             "network",
             "inspect",
             "bridge",
             "--format",
-            "{{(index .IPAM.Config 0).Gateway}}",
+            "{{(index .IPAM.Config 0).Subnet}} {{(index .IPAM.Config 0).Gateway}}",
         ])?;
-        let gateway = gateway
-            .trim()
-            .parse()
-            .with_context(|| format!("the bridge network's gateway {gateway:?}"))?;
+        let gateway = bridge_gateway(&ipam)
+            .with_context(|| format!("the bridge network's address (IPAM: {ipam:?})"))?;
         Ok(DockerPlatform {
             image_prefix: image_prefix.to_owned(),
             gateway,
@@ -71,6 +69,20 @@ impl DockerPlatform {
             live: Live::default(),
         })
     }
+}
+
+/// The host's address on the bridge network from `docker network inspect`'s "SUBNET GATEWAY":
+/// the gateway when the engine reports one (an engine that has just created its bridge may
+/// not), else Docker's default, the first host address of the subnet.
+fn bridge_gateway(ipam: &str) -> anyhow::Result<IpAddr> {
+    let mut fields = ipam.split_whitespace();
+    let subnet = fields.next().context("no subnet")?;
+    if let Some(gateway) = fields.next() {
+        return gateway.parse().context("gateway");
+    }
+    let (network, _prefix) = subnet.split_once('/').context("subnet without a prefix")?;
+    let network: std::net::Ipv4Addr = network.parse().context("IPv4 subnet")?;
+    Ok(IpAddr::V4((u32::from(network) + 1).into()))
 }
 
 fn forget(live: &Live, id: &str) {
@@ -330,4 +342,23 @@ fn shim_rss(id: &str) -> Option<u64> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bridge_gateway_is_reported_or_derived_from_the_subnet() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert_eq!(
+            bridge_gateway("172.17.0.0/16 172.17.0.1\n").unwrap(),
+            ip("172.17.0.1")
+        );
+        assert_eq!(
+            bridge_gateway("172.18.0.0/16 \n").unwrap(),
+            ip("172.18.0.1")
+        );
+        assert!(bridge_gateway("\n").is_err());
+    }
 }

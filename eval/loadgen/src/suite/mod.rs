@@ -136,6 +136,8 @@ pub struct ScenarioSummary {
     pub requests: usize,
     /// Count of measured requests per HTTP status (0: failed below HTTP).
     pub statuses: BTreeMap<u16, usize>,
+    /// The status every request of this scenario must get.
+    pub expected_status: u16,
     pub client: Option<Summary>,
     pub server: Option<Summary>,
 }
@@ -152,6 +154,7 @@ impl ScenarioSummary {
             scenario: scenario.to_owned(),
             requests: measured.len(),
             statuses,
+            expected_status: expected_status(scenario),
             client: Summary::of_ns(measured.iter().map(|r| r.latency_ns)),
             server: Summary::of_us(measured.iter().filter_map(|r| r.server_us)),
         }
@@ -159,6 +162,25 @@ impl ScenarioSummary {
 
     pub fn client_p50(&self) -> Option<f64> {
         self.client.as_ref().map(|s| s.p50_us)
+    }
+
+    /// Measured requests that did not get the expected status.
+    pub fn unexpected(&self) -> usize {
+        self.statuses
+            .iter()
+            .filter(|(status, _)| **status != self.expected_status)
+            .map(|(_, n)| n)
+            .sum()
+    }
+}
+
+/// The status a scenario's requests must get: 200, but for the scenarios that time an error
+/// path on purpose (the empty guest prints no result, 502; an unknown container, 404).
+fn expected_status(scenario: &str) -> u16 {
+    match scenario {
+        warm::MISSING_KEEP => 404,
+        warm::EMPTY_KEEP | instance::EMPTY => 502,
+        _ => 200,
     }
 }
 

@@ -20,6 +20,11 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(5);
 /// the program's indirect calls; 64 Ki covers large Rust and C programs at 512 KiB per slot.
 const POOL_TABLE_ELEMENTS: usize = 65_536;
 
+/// Tables one instance may define. Reference types allow several (a module with `externref`
+/// values keeps them in a table of their own beside its function table); the pool reserves
+/// address space for this many per slot, committed only as a table is used.
+const POOL_TABLES_PER_INSTANCE: u32 = 4;
+
 /// Builds the engine: pooling when possible, on-demand when the pool's address-space
 /// reservation is refused (e.g. under `ulimit -v`). Returns the engine and which allocator won.
 pub fn build(settings: &BackendSettings) -> anyhow::Result<(Engine, &'static str)> {
@@ -29,7 +34,8 @@ pub fn build(settings: &BackendSettings) -> anyhow::Result<(Engine, &'static str
     pooling
         .total_core_instances(slots)
         .total_memories(slots)
-        .total_tables(slots)
+        .total_tables(slots.saturating_mul(POOL_TABLES_PER_INSTANCE))
+        .max_tables_per_module(POOL_TABLES_PER_INSTANCE)
         .table_elements(POOL_TABLE_ELEMENTS)
         .max_memory_size(usize::try_from(settings.max_memory_bytes).unwrap_or(usize::MAX));
     config.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling));
