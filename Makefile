@@ -8,7 +8,7 @@ RUNTIME ?= wasmtime
 .PHONY: demo test prerequisites build actions actions-native test-actions pack clippy fmt fmt-check \
         build-wasmtime test-wasmtime test-openwhisk-patch bench bench-quick clean \
         build-wasmer build-wasmer-headless precompiler-wasmer test-wasmer bench-wasmer \
-        build-wamr precompiler-wamr test-wamr bench-wamr evaluate evaluate-quick
+        build-wamr precompiler-wamr test-wamr bench-wamr evaluate evaluate-quick soak fuzz
 
 demo:
 	scripts/demo.sh
@@ -97,6 +97,17 @@ evaluate:
 
 evaluate-quick:
 	eval/evaluate.sh --quick
+
+# Ten minutes of benign and hostile activations mixed against the $(RUNTIME) build; fails if
+# the executor's RSS or open descriptors grow more than 10 % or a benign request fails (not in
+# CI). SOAK_SECONDS shortens or lengthens it; results in eval/results/soak/.
+SOAK_SECONDS ?= 600
+soak: actions
+	scripts/soak.sh $(RUNTIME) $(SOAK_SECONDS)
+
+# The fuzz targets (fuzz/), 30 s each; `scripts/fuzz.sh SECONDS TARGET` for a longer run.
+fuzz:
+	scripts/fuzz.sh
 
 bench-quick: build actions
 	eval/first-measurements.sh --quick

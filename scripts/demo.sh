@@ -41,9 +41,9 @@ net_port=$(cat "$work/net-port")
 
 echo "==> starting wasm-executor on 127.0.0.1:$port"
 RUST_LOG=${RUST_LOG:-info} target/release/wasm-executor \
-    --listen "127.0.0.1:$port" --cache-dir "$work/cache" \
+    --listen "127.0.0.1:$port" --state-dir "$work/state" \
     --trusted-key "$work/operator.pub" --net-allow "127.0.0.1:$net_port" \
-    --dir-root /tmp 2>"$work/executor.log" &
+    2>"$work/executor.log" &
 executor_pid=$!
 
 python3 scripts/demo_driver.py "http://127.0.0.1:$port" "$work" "$net_port"

@@ -3,6 +3,8 @@ import base64, http.client, io, json, sys, time, urllib.parse, zipfile
 
 base, work, net_port = sys.argv[1], sys.argv[2], sys.argv[3]
 url = urllib.parse.urlparse(base)
+# demo.sh starts the executor with --state-dir WORK/state: grants live below WORK/state/grants.
+granted = f"{work}/state/grants/demo"
 
 
 def call(method, path, body=None):
@@ -57,8 +59,8 @@ demos = [
     ("echo", zipped(f"{dist}/echo.wasm"), {}, {"msg": "héllo ☃", "__log": ["a log line"], "__err": ["a warning"]}, "stdout/stderr become activation logs"),
     ("env", zipped(f"{dist}/env.wasm"), {}, {"who": "demo"}, "the activation context as __OW_* variables"),
     ("wordcount", zipped(f"{dist}/wordcount.wasm"), {}, {"text": "WebAssembly actions written in C"}, "an action written in C"),
-    ("filesys", zipped(f"{dist}/filesys.wasm"), {"annotations": {"dir": "/tmp/wasm-demo"}},
-     {"dir": "/tmp/wasm-demo", "file": "note.txt", "content": "persisted"}, "`dir` annotation: one host directory"),
+    ("filesys", zipped(f"{dist}/filesys.wasm"), {"annotations": {"dir": granted}},
+     {"dir": granted, "file": "note.txt", "content": "persisted"}, "`dir` annotation: one host directory"),
     ("net", zipped(f"{dist}/net.wasm"), {"annotations": {"net_access": True}},
      {"url": f"http://127.0.0.1:{net_port}/"}, "`net_access` annotation: HTTP GET from the guest"),
     ("panic", zipped(f"{dist}/panic.wasm"), {}, {"message": "something went wrong"}, "a trapping guest is a developer error (502)"),

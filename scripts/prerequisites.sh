@@ -16,6 +16,8 @@
 #           the plots (run with /usr/bin/python3); checks Go >= 1.21 for the baseline's proxy
 #           (Debian 12's golang-go is 1.19, too old: install Go from https://go.dev/dl/)
 #   java    a JDK >= 17 and Maven: the OpenWhisk patch's tests and the JMeter plans
+#   fuzz    the fuzz targets (fuzz/): a C++ compiler for libFuzzer and cargo-fuzz (installed
+#           with `cargo install --locked` from crates.io, pinned below)
 #   all     every group
 #
 # Always checked: rustup's cargo and rustc >= 1.95 (install Rust with rustup when missing).
@@ -29,6 +31,7 @@ source "$root/scripts/common.sh"
 RUST_MIN=1.95
 GO_MIN=1.21
 JAVA_MIN=17
+CARGO_FUZZ_VERSION=0.13.2
 
 groups=("$@")
 [[ ${#groups[@]} -gt 0 ]] || groups=(all)
@@ -39,12 +42,12 @@ want() {
 }
 for g in "${groups[@]}"; do
     case "$g" in
-    guests | wasmer | wamr | eval | java | all) ;;
+    guests | wasmer | wamr | eval | java | fuzz | all) ;;
     -h | --help)
         sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
         exit 0
         ;;
-    *) die "unknown group '$g' (guests, wasmer, wamr, eval, java, all)" ;;
+    *) die "unknown group '$g' (guests, wasmer, wamr, eval, java, fuzz, all)" ;;
     esac
 done
 
@@ -87,7 +90,16 @@ if want java; then
     command -v mvn >/dev/null 2>&1 || packages+=(maven)
 fi
 
+if want fuzz; then
+    packages+=(g++)
+fi
+
 [[ ${#packages[@]} -eq 0 ]] || ensure_packages "${packages[@]}"
+
+if want fuzz && [[ "$(cargo fuzz --version 2>/dev/null)" != "cargo-fuzz $CARGO_FUZZ_VERSION" ]]; then
+    step "installing cargo-fuzz $CARGO_FUZZ_VERSION (cargo install --locked)"
+    cargo install --quiet --locked --version "$CARGO_FUZZ_VERSION" cargo-fuzz
+fi
 
 # --- what the packages cannot vouch for ---------------------------------------------------------
 if want eval; then

@@ -3,9 +3,10 @@
 # checks every prerequisite first (scripts/prerequisites.sh), builds the guests, the executor
 # and the precompilers once, checks formatting and lints, runs the guests' unit tests and the
 # reproducibility of their build, the unit tests and the conformance suite over HTTP on every
-# backend (wasmtime, wasmer, WAMR), the OpenWhisk patch's tests against the real executor, the
-# Docker baseline's proxy tests, the benchmark harnesses in quick mode and the evaluation in
-# quick mode (its own Docker engine, every backend against the baseline, the JMeter plans).
+# backend (wasmtime, wasmer, WAMR), the fuzz targets for a bounded time, the OpenWhisk patch's
+# tests against the real executor, the Docker baseline's proxy tests, the benchmark harnesses
+# in quick mode and the evaluation in quick mode (its own Docker engine, every backend against
+# the baseline, the JMeter plans).
 # Nothing is skipped: a missing tool stops the run in its first minute.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -44,8 +45,11 @@ cp "$bin/wasm-executor" "$bin/wasm-executor-wasmtime"
 step "format and lints"
 cargo fmt --all -- --check
 cargo clippy --release --all-targets --locked -- -D warnings
+cargo clippy --release --all-targets --locked -p wasm-executor-fuzz -- -D warnings
 
 timed "unit tests and the conformance suite (wasmtime backend)" cargo test --release --locked
+
+timed "fuzz targets (30 s each, from the checked-in seed corpus)" scripts/fuzz.sh 30
 
 timed "OpenWhisk patch: executor client against the real executor" \
     env WASM_EXECUTOR_BIN="$(cd "$bin" && pwd)/wasm-executor-wasmtime" openwhisk-patch/test.sh

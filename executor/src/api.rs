@@ -6,15 +6,21 @@ use std::sync::Arc;
 use axum::{
     Json, Router,
     body::Bytes,
-    extract::{DefaultBodyLimit, Path, State, rejection::BytesRejection},
-    http::{StatusCode, header},
+    extract::{
+        DefaultBodyLimit, Path, Request, State,
+        rejection::{BytesRejection, PathRejection},
+    },
+    http::{HeaderMap, HeaderValue, StatusCode, header},
+    middleware::{self, Next},
     response::{IntoResponse, Response},
     routing::{get, post},
 };
 use serde::de::DeserializeOwned;
 use serde_json::json;
+use tokio::sync::Semaphore;
 
 use crate::{
+    guard::{ApiGuard, Refusal},
     outcome::RunResponse,
     protocol::{InitRequest, RunRequest},
     service::{Executor, ServiceError},
@@ -22,7 +28,48 @@ use crate::{
 
 type AppState = Arc<Executor>;
 
-pub fn router(executor: AppState, max_body_bytes: usize) -> Router {
+/// What every request passes before its route: the guard, then the body budget.
+pub struct Gate {
+    pub guard: ApiGuard,
+    /// Request-body bytes that may be held at once, in KiB permits.
+    bodies: Arc<Semaphore>,
+    /// All the permits there are.
+    total_kib: u32,
+    max_body_bytes: usize,
+}
+
+impl Gate {
+    pub fn new(guard: ApiGuard, max_body_bytes: usize, max_pending_body_bytes: usize) -> Self {
+        let total_kib =
+            u32::try_from(max_pending_body_bytes.div_ceil(1024).max(1)).unwrap_or(u32::MAX);
+        Gate {
+            guard,
+            bodies: Arc::new(Semaphore::new(total_kib as usize)),
+            total_kib,
+            max_body_bytes,
+        }
+    }
+
+    /// The KiB a request's body may take, from its Content-Length (chunked: the largest body),
+    /// never more than the whole budget.
+    fn body_kib(&self, headers: &HeaderMap) -> u32 {
+        let declared = headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<usize>().ok());
+        let bytes = match declared {
+            Some(length) => length.min(self.max_body_bytes),
+            None if headers.contains_key(header::TRANSFER_ENCODING) => self.max_body_bytes,
+            None => 0,
+        };
+        u32::try_from(bytes.div_ceil(1024))
+            .unwrap_or(u32::MAX)
+            .min(self.total_kib)
+    }
+}
+
+pub fn router(executor: AppState, gate: Gate) -> Router {
+    let max_body_bytes = gate.max_body_bytes;
     Router::new()
         .route("/health", get(health))
         .route("/metrics", get(metrics))
@@ -39,7 +86,37 @@ pub fn router(executor: AppState, max_body_bytes: usize) -> Router {
             )
         })
         .layer(DefaultBodyLimit::max(max_body_bytes))
+        .layer(middleware::from_fn_with_state(Arc::new(gate), gated))
         .with_state(executor)
+}
+
+/// Lets a request through to its route when [`ApiGuard`] accepts it and its body fits in
+/// what may be held at once; the body's share is held until the answer is made.
+async fn gated(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
+    if let Err(Refusal(status, message)) =
+        gate.guard
+            .check(request.method(), request.uri().path(), request.headers())
+    {
+        let mut response = ApiError(status, message).into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        return response;
+    }
+    let kib = gate.body_kib(request.headers());
+    if kib == 0 {
+        return next.run(request).await;
+    }
+    match Arc::clone(&gate.bodies).try_acquire_many_owned(kib) {
+        Ok(_held) => next.run(request).await,
+        Err(_) => ApiError(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the executor holds as many request bodies as it may; retry elsewhere".into(),
+        )
+        .into_response(),
+    }
 }
 
 /// An error answer: a status and `{"error": message}`.
@@ -54,6 +131,7 @@ impl IntoResponse for ApiError {
 impl From<ServiceError> for ApiError {
     fn from(error: ServiceError) -> Self {
         let status = match &error {
+            ServiceError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ServiceError::Refused(_) => StatusCode::FORBIDDEN,
             ServiceError::NotFound(_) => StatusCode::NOT_FOUND,
             ServiceError::InitFailed(_) => StatusCode::BAD_GATEWAY,
@@ -64,18 +142,22 @@ impl From<ServiceError> for ApiError {
     }
 }
 
-/// Container ids are one path segment of a restricted alphabet.
-fn check_id(id: &str) -> Result<(), ApiError> {
+/// The container id of a request: one path segment of a restricted alphabet (a segment that
+/// is not even UTF-8 gets the same answer).
+fn container_id(path: Result<Path<String>, PathRejection>) -> Result<String, ApiError> {
+    let id = path.map(|Path(id)| id).unwrap_or_default();
     let ok = (1..=128).contains(&id.len())
         && id
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+        && id != "."
+        && id != "..";
     if ok {
-        Ok(())
+        Ok(id)
     } else {
         Err(ApiError(
             StatusCode::BAD_REQUEST,
-            "container ids are 1 to 128 characters of A-Z a-z 0-9 . _ -".into(),
+            "container ids are 1 to 128 characters of A-Z a-z 0-9 . _ - (not . or ..)".into(),
         ))
     }
 }
@@ -88,10 +170,10 @@ fn parse_body<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Resul
 
 async fn init(
     State(executor): State<AppState>,
-    Path(id): Path<String>,
+    path: Result<Path<String>, PathRejection>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    check_id(&id)?;
+    let id = container_id(path)?;
     let request: InitRequest = parse_body(body)?;
     executor.init(&id, request).await?;
     Ok(Json(json!({ "ok": true })))
@@ -99,31 +181,38 @@ async fn init(
 
 async fn run(
     State(executor): State<AppState>,
-    Path(id): Path<String>,
+    path: Result<Path<String>, PathRejection>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    check_id(&id)?;
+    let id = container_id(path)?;
     let request: RunRequest = parse_body(body)?;
     match executor.run(&id, request).await? {
-        RunResponse::Result(value) => Ok(Json(value).into_response()),
+        RunResponse::Result(raw) => Ok((
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
+            String::from(Box::<str>::from(raw)),
+        )
+            .into_response()),
         RunResponse::ActionError { message, .. } => Err(ApiError(StatusCode::BAD_GATEWAY, message)),
     }
 }
 
 async fn destroy(
     State(executor): State<AppState>,
-    Path(id): Path<String>,
+    path: Result<Path<String>, PathRejection>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    check_id(&id)?;
+    let id = container_id(path)?;
     executor.destroy(&id)?;
     Ok(Json(json!({ "ok": true })))
 }
 
 async fn logs(
     State(executor): State<AppState>,
-    Path(id): Path<String>,
+    path: Result<Path<String>, PathRejection>,
 ) -> Result<Response, ApiError> {
-    check_id(&id)?;
+    let id = container_id(path)?;
     let lines = executor.logs(&id)?;
     Ok(([(header::CONTENT_TYPE, "application/x-ndjson")], lines).into_response())
 }

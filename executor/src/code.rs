@@ -15,6 +15,11 @@ const ELF_MAGIC: &[u8] = b"\x7fELF";
 const WAMR_AOT_MAGIC: &[u8] = b"\0aot";
 const WASMER_ARTIFACT_MAGIC: &[u8] = b"wasmer-universal";
 
+/// Most entries a zip may hold: an action is one module, perhaps with a few files beside it.
+const MAX_ZIP_ENTRIES: usize = 1000;
+/// Names listed in an error about a zip's contents; the rest are counted.
+const NAMES_SHOWN: usize = 10;
+
 /// The module an /init carries, before the backend prepares it.
 #[derive(Debug)]
 pub enum ModuleCode {
@@ -34,6 +39,10 @@ pub enum CodeError {
     Zip(String),
     #[error("the zip archive holds no WebAssembly module (found: {0})")]
     NoModule(String),
+    #[error(
+        "the zip archive holds {0} entries; an action is one module (at most {MAX_ZIP_ENTRIES} entries)"
+    )]
+    TooManyEntries(usize),
     #[error("the zip archive holds {count} modules ({names}); an action must hold exactly one")]
     SeveralModules { count: usize, names: String },
     #[error("the module is larger than the limit of {limit_mb} MB")]
@@ -100,6 +109,9 @@ fn is_module(head: &[u8]) -> bool {
 fn single_module_from_zip(bytes: &[u8], max_module_bytes: usize) -> Result<Vec<u8>, CodeError> {
     let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes))
         .map_err(|e| CodeError::Zip(e.to_string()))?;
+    if archive.len() > MAX_ZIP_ENTRIES {
+        return Err(CodeError::TooManyEntries(archive.len()));
+    }
     let mut modules = Vec::new();
     let mut others = Vec::new();
     for index in 0..archive.len() {
@@ -123,7 +135,7 @@ fn single_module_from_zip(bytes: &[u8], max_module_bytes: usize) -> Result<Vec<u
         0 => Err(CodeError::NoModule(if others.is_empty() {
             "an empty archive".into()
         } else {
-            others.join(", ")
+            names(&others)
         })),
         1 => {
             let (index, name) = &modules[0];
@@ -145,13 +157,28 @@ fn single_module_from_zip(bytes: &[u8], max_module_bytes: usize) -> Result<Vec<u
         }
         count => Err(CodeError::SeveralModules {
             count,
-            names: modules
-                .into_iter()
-                .map(|(_, n)| n)
-                .collect::<Vec<_>>()
-                .join(", "),
+            names: names(&modules.into_iter().map(|(_, n)| n).collect::<Vec<_>>()),
         }),
     }
+}
+
+/// The first few of `all`, then how many more there are; each name cut to a readable length.
+fn names(all: &[String]) -> String {
+    let mut shown: Vec<String> = all
+        .iter()
+        .take(NAMES_SHOWN)
+        .map(|n| {
+            if n.chars().count() > 100 {
+                format!("{}…", n.chars().take(100).collect::<String>())
+            } else {
+                n.clone()
+            }
+        })
+        .collect();
+    if all.len() > NAMES_SHOWN {
+        shown.push(format!("and {} more", all.len() - NAMES_SHOWN));
+    }
+    shown.join(", ")
 }
 
 fn read_up_to(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -241,6 +268,19 @@ mod tests {
         assert!(wasmer.contains("bare wasmer artifact"), "{wasmer}");
         let text = decode(&b64(b"hello world"), LIMIT).unwrap_err().to_string();
         assert!(text.contains("not a WebAssembly module"), "{text}");
+    }
+
+    #[test]
+    fn crowded_archives_get_short_answers() {
+        let names: Vec<String> = (0..1001).map(|i| format!("file-{i}.txt")).collect();
+        let entries: Vec<(&str, &[u8])> = names.iter().map(|n| (n.as_str(), &b"x"[..])).collect();
+        let crowded = zip_of(&entries);
+        let err = decode(&b64(&crowded), LIMIT).unwrap_err().to_string();
+        assert!(err.contains("1001 entries"), "{err}");
+        let some = zip_of(&entries[..50]);
+        let err = decode(&b64(&some), LIMIT).unwrap_err().to_string();
+        assert!(err.contains("file-9.txt, and 40 more"), "{err}");
+        assert!(err.len() < 300, "{err}");
     }
 
     #[test]

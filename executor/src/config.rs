@@ -1,6 +1,6 @@
 //! Command-line flags and environment variables that configure one executor process.
 
-use std::{net::SocketAddr, path::PathBuf, time::Duration};
+use std::{net::SocketAddr, path::PathBuf};
 
 use clap::{Parser, ValueEnum};
 
@@ -10,9 +10,36 @@ use clap::{Parser, ValueEnum};
 #[derive(Debug, Clone, Parser)]
 #[command(name = "wasm-executor", version)]
 pub struct Config {
-    /// Address the HTTP API listens on.
-    #[arg(long, env = "WASM_EXECUTOR_LISTEN", default_value = "127.0.0.1:9000")]
-    pub listen: SocketAddr,
+    /// Where the HTTP API listens: `HOST:PORT`, or `unix:PATH` for a Unix-domain socket
+    /// (created with mode 0600: only the executor's user may connect). A TCP address that is not
+    /// loopback needs --auth-token-file, or --insecure-listen.
+    #[arg(
+        long,
+        env = "WASM_EXECUTOR_LISTEN",
+        default_value = "127.0.0.1:9000",
+        value_parser = Listen::parse
+    )]
+    pub listen: Listen,
+
+    /// File holding the bearer token every API request but `GET /health` must carry
+    /// (`Authorization: Bearer TOKEN`); one line of at least 16 characters, in a file other
+    /// users cannot read.
+    #[arg(long, env = "WASM_EXECUTOR_AUTH_TOKEN_FILE")]
+    pub auth_token_file: Option<PathBuf>,
+
+    /// Host names clients may use in the `Host` header besides loopback names and the listen
+    /// address (e.g. the name in the invoker's `whisk.wasm-executor.url`); repeatable.
+    #[arg(
+        long = "allowed-host",
+        env = "WASM_EXECUTOR_ALLOWED_HOSTS",
+        value_delimiter = ','
+    )]
+    pub allowed_hosts: Vec<String>,
+
+    /// Listen on a non-loopback TCP address without a token: anyone who can reach it can run
+    /// code. Only for networks where nobody else can.
+    #[arg(long, env = "WASM_EXECUTOR_INSECURE_LISTEN")]
+    pub insecure_listen: bool,
 
     /// Threads in the blocking pool that runs guest code and compiles modules.
     #[arg(long, env = "WASM_EXECUTOR_POOL_THREADS", default_value_t = 64)]
@@ -63,17 +90,61 @@ pub struct Config {
     #[arg(long, env = "WASM_EXECUTOR_API_HOST", default_value = "")]
     pub api_host: String,
 
-    /// Directory for compiled-module caches (created if absent).
-    #[arg(
-        long,
-        env = "WASM_EXECUTOR_CACHE_DIR",
-        default_value = "/tmp/wasm-executor-cache"
-    )]
-    pub cache_dir: PathBuf,
+    /// The executor's own directory: the compiled-module cache and the grant root are in it
+    /// unless given elsewhere. Default: /var/lib/wasm-executor for root, else
+    /// $XDG_STATE_HOME/wasm-executor (~/.local/state/wasm-executor). Created with mode 0700.
+    #[arg(long, env = "WASM_EXECUTOR_STATE_DIR")]
+    pub state_dir: Option<PathBuf>,
+
+    /// Directory of the compiled-module cache (default: STATE_DIR/cache). Entries are native
+    /// code: it must be private to the executor's user and outside --dir-root.
+    #[arg(long, env = "WASM_EXECUTOR_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
+
+    /// Largest size of the compiled-module cache (MB); the least recently used entries go first.
+    #[arg(long, env = "WASM_EXECUTOR_MAX_CACHE_MB", default_value_t = 1024)]
+    pub max_cache_mb: u64,
 
     /// Largest request body (MB); an /init carries the base64 of the whole action.
     #[arg(long, env = "WASM_EXECUTOR_MAX_BODY_MB", default_value_t = 64)]
     pub max_body_mb: usize,
+
+    /// Request bodies (MB) held at once, all requests together; a request that would go past
+    /// it is turned away with 503 before its body is read.
+    #[arg(long, env = "WASM_EXECUTOR_MAX_PENDING_BODY_MB", default_value_t = 256)]
+    pub max_pending_body_mb: usize,
+
+    /// Largest module (MB) an /init may bring, after unzipping.
+    #[arg(long, env = "WASM_EXECUTOR_MAX_MODULE_MB", default_value_t = 32)]
+    pub max_module_mb: usize,
+
+    /// Longest an /init may take to decode, verify and prepare (compile) its module (ms); past
+    /// it the /init fails (the compiler thread finishes in the background and its result is
+    /// dropped).
+    #[arg(long, env = "WASM_EXECUTOR_MAX_INIT_MS", default_value_t = 60_000)]
+    pub max_init_ms: u64,
+
+    /// Most containers this executor holds at once (initialized and initializing); beyond it
+    /// /init answers 503.
+    #[arg(long, env = "WASM_EXECUTOR_MAX_CONTAINERS", default_value_t = 4096)]
+    pub max_containers: usize,
+
+    /// Largest time limit (ms) an /init (`limits.timeout`) or a run's deadline may set.
+    #[arg(long, env = "WASM_EXECUTOR_MAX_TIMEOUT_MS", default_value_t = 300_000)]
+    pub max_timeout_ms: u64,
+
+    /// Largest log limit (MB per activation) an /init (`limits.logs`) may set.
+    #[arg(long, env = "WASM_EXECUTOR_MAX_LOG_MB", default_value_t = 10)]
+    pub max_log_mb: u64,
+
+    /// Uncollected log lines (MB) all containers together may hold; past it new lines are
+    /// dropped with a notice until the invoker collects.
+    #[arg(long, env = "WASM_EXECUTOR_MAX_PENDING_LOG_MB", default_value_t = 256)]
+    pub max_pending_log_mb: usize,
+
+    /// Largest result (MB) an action may return (OpenWhisk itself keeps 1 MB by default).
+    #[arg(long, env = "WASM_EXECUTOR_MAX_RESULT_MB", default_value_t = 4)]
+    pub max_result_mb: usize,
 
     /// Public key (PEM) whose signatures on precompiled artifacts are trusted; repeatable.
     #[arg(
@@ -88,9 +159,10 @@ pub struct Config {
     #[arg(long, env = "WASM_EXECUTOR_ALLOW_UNSIGNED_ARTIFACTS")]
     pub allow_unsigned_artifacts: bool,
 
-    /// Host directory under which the `dir` annotation may grant directories.
-    #[arg(long, env = "WASM_EXECUTOR_DIR_ROOT", default_value = "/tmp")]
-    pub dir_root: PathBuf,
+    /// The only tree under which the `dir` annotation may grant directories (default:
+    /// STATE_DIR/grants). Private to the executor's user, apart from its cache and state.
+    #[arg(long, env = "WASM_EXECUTOR_DIR_ROOT")]
+    pub dir_root: Option<PathBuf>,
 
     /// Hosts (`host` or `host:port`) the HTTP GET capability may reach even when they resolve
     /// to loopback or private addresses; `*` allows every host. Public hosts are always allowed.
@@ -110,6 +182,37 @@ pub struct Config {
     pub net_max_body_kb: u64,
 }
 
+/// Where the API listens (`--listen`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Listen {
+    Tcp(SocketAddr),
+    Unix(PathBuf),
+}
+
+impl Listen {
+    fn parse(text: &str) -> Result<Listen, String> {
+        match text.strip_prefix("unix:") {
+            Some("") => {
+                Err("unix: needs a socket path, e.g. unix:/run/wasm-executor/api.sock".into())
+            }
+            Some(path) => Ok(Listen::Unix(PathBuf::from(path))),
+            None => text
+                .parse()
+                .map(Listen::Tcp)
+                .map_err(|e| format!("{text:?} is neither HOST:PORT nor unix:PATH: {e}")),
+        }
+    }
+}
+
+impl std::fmt::Display for Listen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Listen::Tcp(addr) => write!(f, "{addr}"),
+            Listen::Unix(path) => write!(f, "unix:{}", path.display()),
+        }
+    }
+}
+
 /// Where admitted guest work runs (`--guest-execution`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum GuestExecution {
@@ -120,7 +223,19 @@ pub enum GuestExecution {
 }
 
 impl Config {
-    pub fn default_timeout(&self) -> Duration {
-        Duration::from_millis(self.default_timeout_ms)
+    /// Checks that the settings agree: every default within its maximum.
+    pub fn validate(&self) -> Result<(), String> {
+        for (default, max, what) in [
+            (self.default_memory_mb, self.max_memory_mb, "memory (MB)"),
+            (self.default_timeout_ms, self.max_timeout_ms, "timeout (ms)"),
+            (self.default_log_mb, self.max_log_mb, "log (MB)"),
+        ] {
+            if default > max {
+                return Err(format!(
+                    "the default {what} limit {default} is above the largest allowed, {max}"
+                ));
+            }
+        }
+        Ok(())
     }
 }

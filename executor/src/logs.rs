@@ -1,9 +1,17 @@
 //! Activation output: capture of a guest's stdout/stderr as timestamped lines (bounded), and
 //! each container's pending log lines in docker's json-file format, sentinel-framed.
+//!
+//! Both are bounded in memory, not just in text: every captured line costs its text plus
+//! [`LINE_COST`] bytes against the activation's log limit (so ten million empty lines fill the
+//! limit as surely as ten megabytes of text), and the pending lines of all containers share
+//! one [`LogBudget`]; lines are formatted only while there is room for them.
 
 use std::{
     collections::VecDeque,
-    sync::{Arc, Mutex},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicUsize, Ordering},
+    },
 };
 
 use serde::Serialize;
@@ -12,10 +20,11 @@ use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 /// The line OpenWhisk runtimes write on both streams after every activation.
 pub const SENTINEL: &str = "XXX_THE_END_OF_A_WHISK_ACTIVATION_XXX";
 
-/// Longest single line kept in memory (a result line can be as large as a response payload).
-const MAX_LINE_BYTES: usize = 16 << 20;
+/// What a captured line costs beyond its text: its timestamp, stream and bookkeeping in memory,
+/// and the framing of its json-file form.
+pub const LINE_COST: usize = 64;
 
-/// Pending log bytes a container keeps when nobody collects them; the oldest go first.
+/// Pending log bytes one container keeps when nobody collects them; the oldest go first.
 const MAX_PENDING_BYTES: usize = 64 << 20;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -43,8 +52,14 @@ pub struct OutputCapture {
 struct CaptureState {
     lines: Vec<CapturedLine>,
     partial: [Vec<u8>; 2],
+    /// Bytes written to each stream's current line, also past `max_line_bytes`.
+    partial_written: [usize; 2],
     kept_bytes: usize,
     limit_bytes: usize,
+    /// The longest line kept (the result line included).
+    max_line_bytes: usize,
+    /// What was written of the last non-empty stdout line, when that was cut.
+    result_overflow: Option<usize>,
     truncated: bool,
     next_seq: u64,
     /// The last non-empty stdout line, kept even past the log limit: it is the result.
@@ -57,16 +72,23 @@ pub struct Captured {
     pub lines: Vec<CapturedLine>,
     pub truncated_at: Option<usize>,
     last_stdout: Option<CapturedLine>,
+    /// When the result line was longer than lines may be: its length and that limit.
+    pub result_overflow: Option<(usize, usize)>,
 }
 
 impl OutputCapture {
-    pub fn new(limit_bytes: usize) -> Arc<Self> {
+    /// A capture keeping `limit_bytes` of log lines (each line costs its text plus
+    /// [`LINE_COST`]), no line longer than `max_line_bytes`.
+    pub fn new(limit_bytes: usize, max_line_bytes: usize) -> Arc<Self> {
         Arc::new(OutputCapture {
             inner: Mutex::new(CaptureState {
                 lines: Vec::new(),
                 partial: [Vec::new(), Vec::new()],
+                partial_written: [0, 0],
                 kept_bytes: 0,
                 limit_bytes,
+                max_line_bytes,
+                result_overflow: None,
                 truncated: false,
                 next_seq: 0,
                 last_stdout: None,
@@ -97,14 +119,18 @@ impl OutputCapture {
             lines: std::mem::take(&mut state.lines),
             truncated_at: state.truncated.then_some(state.limit_bytes),
             last_stdout: state.last_stdout.take(),
+            result_overflow: state
+                .result_overflow
+                .map(|written| (written, state.max_line_bytes)),
         }
     }
 }
 
 impl CaptureState {
     fn push_partial(&mut self, stream: Stream, bytes: &[u8]) {
+        self.partial_written[stream as usize] += bytes.len();
         let partial = &mut self.partial[stream as usize];
-        let room = MAX_LINE_BYTES.saturating_sub(partial.len());
+        let room = self.max_line_bytes.saturating_sub(partial.len());
         if bytes.len() > room {
             self.truncated = true;
         }
@@ -113,6 +139,7 @@ impl CaptureState {
 
     fn complete_line(&mut self, stream: Stream) {
         let raw = std::mem::take(&mut self.partial[stream as usize]);
+        let written = std::mem::take(&mut self.partial_written[stream as usize]);
         let text = String::from_utf8_lossy(raw.strip_suffix(b"\r").unwrap_or(&raw)).into_owned();
         let line = CapturedLine {
             stream,
@@ -123,12 +150,14 @@ impl CaptureState {
         self.next_seq += 1;
         if stream == Stream::Stdout && !line.text.trim().is_empty() {
             self.last_stdout = Some(line.clone());
+            self.result_overflow = (written > self.max_line_bytes).then_some(written);
         }
-        if self.kept_bytes + line.text.len() > self.limit_bytes {
+        let cost = line.text.len() + LINE_COST;
+        if self.kept_bytes + cost > self.limit_bytes {
             self.truncated = true;
             return;
         }
-        self.kept_bytes += line.text.len();
+        self.kept_bytes += cost;
         self.lines.push(line);
     }
 }
@@ -177,10 +206,49 @@ fn json_file_line(stream: Stream, text: &str, time: OffsetDateTime) -> String {
     .expect("log lines serialize")
 }
 
+/// The pending-log memory all containers share (`--max-pending-log-mb`).
+#[derive(Debug)]
+pub struct LogBudget {
+    max_bytes: usize,
+    used: AtomicUsize,
+}
+
+impl LogBudget {
+    pub fn new(max_bytes: usize) -> Arc<Self> {
+        Arc::new(LogBudget {
+            max_bytes,
+            used: AtomicUsize::new(0),
+        })
+    }
+
+    /// Takes `bytes` from the budget if they fit.
+    fn try_take(&self, bytes: usize) -> bool {
+        self.used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+                (used + bytes <= self.max_bytes).then_some(used + bytes)
+            })
+            .is_ok()
+    }
+
+    /// Takes `bytes` whether or not they fit (the few lines that end an activation).
+    fn take(&self, bytes: usize) {
+        self.used.fetch_add(bytes, Ordering::AcqRel);
+    }
+
+    fn give_back(&self, bytes: usize) {
+        self.used.fetch_sub(bytes, Ordering::AcqRel);
+    }
+
+    pub fn used_bytes(&self) -> usize {
+        self.used.load(Ordering::Acquire)
+    }
+}
+
 /// A container's log lines not yet collected by `GET /{id}/logs`.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct PendingLogs {
     inner: Mutex<PendingState>,
+    budget: Arc<LogBudget>,
 }
 
 #[derive(Debug, Default)]
@@ -189,35 +257,67 @@ struct PendingState {
     bytes: usize,
 }
 
+/// Written in place of the lines that found no room.
+pub const DROPPED_NOTICE: &str =
+    "Logs were dropped: the executor holds the uncollected logs of its containers at its limit.";
+
 impl PendingLogs {
-    /// Appends one activation's lines, a truncation notice if needed, and the sentinels.
+    pub fn new(budget: Arc<LogBudget>) -> Self {
+        PendingLogs {
+            inner: Mutex::new(PendingState::default()),
+            budget,
+        }
+    }
+
+    /// Appends one activation's lines while there is room (making room by dropping this
+    /// container's oldest lines first), a notice for what was truncated or dropped, and the
+    /// sentinels.
     pub fn append_activation(&self, captured: &Captured) {
-        let mut formatted: Vec<String> = captured
-            .lines
-            .iter()
-            .map(|l| json_file_line(l.stream, &l.text, l.time))
-            .collect();
+        let mut state = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut dropped = false;
+        for line in &captured.lines {
+            if dropped {
+                break;
+            }
+            let text = json_file_line(line.stream, &line.text, line.time);
+            let cost = text.len() + 1;
+            while state.bytes + cost > MAX_PENDING_BYTES || !self.budget.try_take(cost) {
+                match state.lines.pop_front() {
+                    Some(old) => {
+                        let freed = old.len() + 1;
+                        state.bytes -= freed;
+                        self.budget.give_back(freed);
+                    }
+                    None => {
+                        dropped = true;
+                        break;
+                    }
+                }
+            }
+            if !dropped {
+                state.bytes += cost;
+                state.lines.push_back(text);
+            }
+        }
         let now = OffsetDateTime::now_utc();
+        let mut closing = Vec::new();
         if let Some(limit) = captured.truncated_at {
-            formatted.push(json_file_line(
+            closing.push(json_file_line(
                 Stream::Stderr,
                 &format!("Logs were truncated because the total bytes size exceeds the limit of {limit} bytes."),
                 now,
             ));
         }
-        formatted.push(json_file_line(Stream::Stdout, SENTINEL, now));
-        formatted.push(json_file_line(Stream::Stderr, SENTINEL, now));
-
-        let mut state = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        for line in formatted {
-            state.bytes += line.len() + 1;
-            state.lines.push_back(line);
+        if dropped {
+            closing.push(json_file_line(Stream::Stderr, DROPPED_NOTICE, now));
         }
-        while state.bytes > MAX_PENDING_BYTES {
-            match state.lines.pop_front() {
-                Some(old) => state.bytes -= old.len() + 1,
-                None => break,
-            }
+        closing.push(json_file_line(Stream::Stdout, SENTINEL, now));
+        closing.push(json_file_line(Stream::Stderr, SENTINEL, now));
+        for line in closing {
+            let cost = line.len() + 1;
+            self.budget.take(cost);
+            state.bytes += cost;
+            state.lines.push_back(line);
         }
     }
 
@@ -229,8 +329,16 @@ impl PendingLogs {
             out.push_str(&line);
             out.push('\n');
         }
+        self.budget.give_back(state.bytes);
         state.bytes = 0;
         out
+    }
+}
+
+impl Drop for PendingLogs {
+    fn drop(&mut self) {
+        let state = self.inner.get_mut().unwrap_or_else(|p| p.into_inner());
+        self.budget.give_back(state.bytes);
     }
 }
 
@@ -240,7 +348,7 @@ mod tests {
 
     #[test]
     fn result_line_is_the_last_non_empty_stdout_line() {
-        let capture = OutputCapture::new(1 << 20);
+        let capture = OutputCapture::new(1 << 20, 1 << 20);
         capture.write(Stream::Stdout, b"log one\n");
         capture.write(Stream::Stderr, b"err one\npartial ");
         capture.write(Stream::Stdout, b"{\"a\":1}\n\n");
@@ -254,20 +362,68 @@ mod tests {
 
     #[test]
     fn logs_past_the_limit_are_dropped_but_the_result_survives() {
-        let capture = OutputCapture::new(10);
+        let capture = OutputCapture::new(10 + LINE_COST, 1 << 20);
         capture.write(Stream::Stdout, b"0123456789abcdef\n{\"ok\":true}\n");
         let mut captured = capture.finish();
-        assert_eq!(captured.truncated_at, Some(10));
+        assert_eq!(captured.truncated_at, Some(10 + LINE_COST));
         assert_eq!(captured.result_line(), Some("{\"ok\":true}"));
         captured.drop_result_line();
         assert!(captured.lines.is_empty());
     }
 
     #[test]
+    fn a_flood_of_empty_lines_is_bounded_like_text() {
+        let capture = OutputCapture::new(10 << 20, 1 << 20);
+        let flood = vec![b'\n'; 10_000_000];
+        capture.write(Stream::Stderr, &flood);
+        let captured = capture.finish();
+        assert_eq!(captured.lines.len(), (10 << 20) / LINE_COST);
+        assert_eq!(captured.truncated_at, Some(10 << 20));
+    }
+
+    #[test]
+    fn containers_share_one_pending_budget_and_give_it_back() {
+        let budget = LogBudget::new(4096);
+        let noisy = PendingLogs::new(Arc::clone(&budget));
+        let quiet = PendingLogs::new(Arc::clone(&budget));
+        let capture = OutputCapture::new(1 << 20, 1 << 20);
+        for i in 0..200 {
+            capture.write(Stream::Stdout, format!("line {i:04}\n").as_bytes());
+        }
+        noisy.append_activation(&capture.finish());
+        // Past the budget the oldest lines of the same container went first.
+        let text = noisy.drain();
+        assert!(!text.contains("line 0000"), "the oldest lines made room");
+        assert!(text.contains("line 0199"), "the newest were kept");
+        assert_eq!(budget.used_bytes(), 0, "drained: given back");
+        // A container that finds the budget held by another gets a notice instead of lines.
+        let capture = OutputCapture::new(1 << 20, 1 << 20);
+        capture.write(Stream::Stdout, "x".repeat(3000).as_bytes());
+        capture.write(Stream::Stdout, b"\n");
+        noisy.append_activation(&capture.finish());
+        let capture = OutputCapture::new(1 << 20, 1 << 20);
+        capture.write(Stream::Stdout, "y".repeat(2000).as_bytes());
+        capture.write(Stream::Stdout, b"\n");
+        quiet.append_activation(&capture.finish());
+        let text = quiet.drain();
+        assert!(
+            text.contains(DROPPED_NOTICE) && !text.contains("yyyy"),
+            "{text}"
+        );
+        assert!(text.contains(SENTINEL));
+        drop(noisy);
+        assert_eq!(
+            budget.used_bytes(),
+            0,
+            "a destroyed container gives its lines back"
+        );
+    }
+
+    #[test]
     fn pending_logs_are_json_file_lines_with_sentinels() {
-        let capture = OutputCapture::new(1 << 20);
+        let capture = OutputCapture::new(1 << 20, 1 << 20);
         capture.write(Stream::Stderr, b"hello\n");
-        let pending = PendingLogs::default();
+        let pending = PendingLogs::new(LogBudget::new(1 << 20));
         pending.append_activation(&capture.finish());
         let text = pending.drain();
         let lines: Vec<serde_json::Value> = text

@@ -5,6 +5,7 @@ mod backend;
 mod capabilities;
 mod code;
 mod config;
+mod guard;
 mod logs;
 mod metrics;
 mod net;
@@ -13,6 +14,7 @@ mod pool;
 mod protocol;
 mod registry;
 mod service;
+mod state;
 
 use std::sync::Arc;
 
@@ -21,7 +23,10 @@ use clap::Parser;
 use tracing_subscriber::EnvFilter;
 use wasm_artifact::TrustedKeys;
 
-use crate::{config::Config, service::Executor};
+use crate::{
+    config::{Config, Listen},
+    service::Executor,
+};
 
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
@@ -31,7 +36,9 @@ fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
+    ignore_stray_signals();
     let config = Config::parse();
+    config.validate().map_err(anyhow::Error::msg)?;
     let trusted_keys = TrustedKeys::load(&config.trusted_keys)?;
     if config.allow_unsigned_artifacts {
         tracing::warn!(
@@ -46,9 +53,23 @@ fn main() -> anyhow::Result<()> {
     runtime.block_on(serve(config, trusted_keys))
 }
 
+/// SIGUSR1 and SIGUSR2 would end the process by default; the backends that use them (wasmer's
+/// interrupt, WAMR's wake-up, the host-call unblocker) install their own handlers over this, so
+/// one sent by another program (a log rotator, a mistaken `kill -USR1`) changes nothing.
+fn ignore_stray_signals() {
+    for signal in [libc::SIGUSR1, libc::SIGUSR2] {
+        // SAFETY: setting a signal's disposition to SIG_IGN before any thread starts.
+        unsafe { libc::signal(signal, libc::SIG_IGN) };
+    }
+}
+
 async fn serve(config: Config, trusted_keys: TrustedKeys) -> anyhow::Result<()> {
-    let listen = config.listen;
-    let max_body = config.max_body_mb << 20;
+    let listen = config.listen.clone();
+    let gate = api::Gate::new(
+        api_guard(&config)?,
+        config.max_body_mb << 20,
+        config.max_pending_body_mb << 20,
+    );
     let keys = trusted_keys.len();
     let executor = Arc::new(Executor::new(config, trusted_keys)?);
     // The executor is never torn down: at exit the kernel reclaims its memory at once, while
@@ -56,20 +77,86 @@ async fn serve(config: Config, trusted_keys: TrustedKeys) -> anyhow::Result<()> 
     // unwind info of every module it ever loaded frame by frame, quadratic in libgcc: over
     // 30 s after sixteen debug builds of one action).
     let _never_dropped = std::mem::ManuallyDrop::new(Arc::clone(&executor));
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
-        .with_context(|| format!("binding {listen}"))?;
-    tracing::info!(
-        address = %listener.local_addr()?,
-        runtime = executor.runtime_name(),
-        version = executor.runtime_version(),
-        trusted_keys = keys,
-        "wasm-executor listening"
-    );
-    axum::serve(listener, api::router(executor, max_body))
-        .with_graceful_shutdown(shutdown_signal())
-        .await
-        .context("serving HTTP")
+    let router = api::router(Arc::clone(&executor), gate);
+    let ready = |address: String| {
+        tracing::info!(
+            address,
+            runtime = executor.runtime_name(),
+            version = executor.runtime_version(),
+            trusted_keys = keys,
+            "wasm-executor listening"
+        )
+    };
+    match listen {
+        Listen::Tcp(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("binding {addr}"))?;
+            ready(listener.local_addr()?.to_string());
+            axum::serve(listener, router)
+                .with_graceful_shutdown(shutdown_signal())
+                .await
+        }
+        Listen::Unix(path) => {
+            let listener = bind_unix(&path)?;
+            ready(format!("unix:{}", path.display()));
+            axum::serve(listener, router)
+                .with_graceful_shutdown(shutdown_signal())
+                .await
+        }
+    }
+    .context("serving HTTP")
+}
+
+/// The API's gatekeeper from the configuration; a TCP address beyond loopback without a token
+/// is refused unless the operator insists.
+fn api_guard(config: &Config) -> anyhow::Result<guard::ApiGuard> {
+    let token = config
+        .auth_token_file
+        .as_deref()
+        .map(guard::read_token)
+        .transpose()?;
+    let listen_ip = match &config.listen {
+        Listen::Tcp(addr) => Some(addr.ip()),
+        Listen::Unix(_) => None,
+    };
+    if let Some(ip) = listen_ip
+        && !ip.is_loopback()
+        && token.is_none()
+    {
+        if !config.insecure_listen {
+            anyhow::bail!(
+                "refusing to listen on {ip} without --auth-token-file: anyone who reaches it could run code here \
+                 (give a token, listen on loopback or unix:PATH, or pass --insecure-listen)"
+            );
+        }
+        tracing::warn!(%ip, "listening beyond loopback without a token (--insecure-listen)");
+    }
+    Ok(guard::ApiGuard::new(
+        listen_ip,
+        &config.allowed_hosts,
+        token,
+    ))
+}
+
+/// A Unix-domain socket at `path` that only this user may connect to; a stale socket left by
+/// an earlier run is replaced, anything else at that path is not.
+fn bind_unix(path: &std::path::Path) -> anyhow::Result<tokio::net::UnixListener> {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_socket() => std::fs::remove_file(path)
+            .with_context(|| format!("removing the stale socket {}", path.display()))?,
+        Ok(_) => anyhow::bail!("{} exists and is not a socket", path.display()),
+        Err(_) => {}
+    }
+    // Created inside a private umask, so no other user can connect between bind and chmod.
+    let old = rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o177));
+    let bound = tokio::net::UnixListener::bind(path);
+    rustix::process::umask(old);
+    let listener = bound.with_context(|| format!("binding {}", path.display()))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+        .with_context(|| format!("restricting {}", path.display()))?;
+    Ok(listener)
 }
 
 async fn shutdown_signal() {

@@ -23,6 +23,7 @@ pub struct Metrics {
     containers: Gauge,
     pool_running: Gauge,
     pool_queued: Gauge,
+    pending_log_bytes: Gauge,
     rejected: Counter<u64, AtomicU64>,
 }
 
@@ -41,6 +42,7 @@ impl Default for Metrics {
         let containers = Gauge::default();
         let pool_running = Gauge::default();
         let pool_queued = Gauge::default();
+        let pending_log_bytes = Gauge::default();
         let rejected = Counter::default();
         registry.register("activations", "Activations by outcome", activations.clone());
         registry.register(
@@ -70,6 +72,11 @@ impl Default for Metrics {
             pool_queued.clone(),
         );
         registry.register(
+            "pending_log_bytes",
+            "Log bytes held for the invoker to collect, all containers together",
+            pending_log_bytes.clone(),
+        );
+        registry.register(
             "rejected",
             "Requests refused with 503 because the pool was full",
             rejected.clone(),
@@ -83,6 +90,7 @@ impl Default for Metrics {
             containers,
             pool_running,
             pool_queued,
+            pending_log_bytes,
             rejected,
         }
     }
@@ -107,10 +115,17 @@ impl Metrics {
     }
 
     /// Renders the registry after refreshing the gauges sampled at scrape time.
-    pub fn render(&self, containers: usize, running: usize, queued: usize) -> String {
+    pub fn render(
+        &self,
+        containers: usize,
+        running: usize,
+        queued: usize,
+        pending_log_bytes: usize,
+    ) -> String {
         self.containers.set(containers as i64);
         self.pool_running.set(running as i64);
         self.pool_queued.set(queued as i64);
+        self.pending_log_bytes.set(pending_log_bytes as i64);
         let mut out = String::new();
         encode(&mut out, &self.registry).expect("writing to a String cannot fail");
         out

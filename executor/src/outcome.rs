@@ -1,7 +1,8 @@
 //! Turns how a guest ended plus what it wrote into OpenWhisk's answer: the result object, or
 //! the developer error OpenWhisk expects, and the activation's log lines.
 
-use serde_json::Value;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 
 use crate::{backend::GuestExit, logs::Captured};
 
@@ -10,8 +11,9 @@ pub const NOT_A_DICTIONARY: &str = "The action did not return a dictionary.";
 /// The answer to one /run.
 #[derive(Debug)]
 pub enum RunResponse {
-    /// 200 with this JSON (an object with `error` is an application error).
-    Result(Value),
+    /// 200 with this JSON, an object or an array, checked but passed on as the action wrote it
+    /// (an object with `error` is an application error).
+    Result(Box<RawValue>),
     /// 502 with `{"error": …}`: the action failed.
     ActionError { message: String, outcome: Outcome },
 }
@@ -47,17 +49,29 @@ impl Outcome {
 pub fn interpret(exit: GuestExit, captured: &mut Captured, timeout_ms: u64) -> RunResponse {
     let failure = |message: String, outcome| RunResponse::ActionError { message, outcome };
     match exit {
+        GuestExit::Exited(0) if captured.result_overflow.is_some() => {
+            let (length, max) = captured.result_overflow.unwrap_or_default();
+            failure(
+                format!(
+                    "The action produced a response that exceeded the allowed length: {length} > {max} bytes."
+                ),
+                Outcome::InvalidResult,
+            )
+        }
         GuestExit::Exited(0) => {
+            // Validated as JSON without building it in memory: the text goes out as written.
             let parsed = captured
                 .result_line()
-                .and_then(|line| serde_json::from_str::<Value>(line.trim()).ok());
+                .map(str::trim)
+                .filter(|line| line.starts_with('{') || line.starts_with('['))
+                .and_then(|line| RawValue::from_string(line.to_owned()).ok());
             match parsed {
-                Some(result @ (Value::Object(_) | Value::Array(_))) => {
+                Some(result) => {
                     captured.drop_result_line();
                     RunResponse::Result(result)
                 }
                 // Anything else stays in the logs, where the developer sees what was printed.
-                _ => failure(NOT_A_DICTIONARY.into(), Outcome::InvalidResult),
+                None => failure(NOT_A_DICTIONARY.into(), Outcome::InvalidResult),
             }
         }
         GuestExit::Exited(code) => failure(
@@ -84,11 +98,20 @@ pub fn interpret(exit: GuestExit, captured: &mut Captured, timeout_ms: u64) -> R
     }
 }
 
+/// The `error` field of a result object, skimmed without building the rest.
+#[derive(Deserialize)]
+struct ErrorField {
+    error: Option<serde::de::IgnoredAny>,
+}
+
 impl RunResponse {
     pub fn outcome(&self) -> Outcome {
         match self {
-            RunResponse::Result(Value::Object(map)) if map.contains_key("error") => {
-                Outcome::ApplicationError
+            RunResponse::Result(raw) if raw.get().starts_with('{') => {
+                match serde_json::from_str::<ErrorField>(raw.get()) {
+                    Ok(ErrorField { error: Some(_) }) => Outcome::ApplicationError,
+                    _ => Outcome::Success,
+                }
             }
             RunResponse::Result(_) => Outcome::Success,
             RunResponse::ActionError { outcome, .. } => *outcome,
@@ -102,7 +125,7 @@ mod tests {
     use crate::logs::{OutputCapture, Stream};
 
     fn captured(stdout: &str) -> Captured {
-        let capture = OutputCapture::new(1 << 20);
+        let capture = OutputCapture::new(1 << 20, 1 << 20);
         capture.write(Stream::Stdout, stdout.as_bytes());
         capture.finish()
     }
@@ -111,7 +134,7 @@ mod tests {
     fn exit_zero_with_an_object_is_the_result() {
         let mut c = captured("log\n{\"a\":1}\n");
         let r = interpret(GuestExit::Exited(0), &mut c, 100);
-        assert!(matches!(&r, RunResponse::Result(v) if v["a"] == 1));
+        assert!(matches!(&r, RunResponse::Result(v) if v.get() == "{\"a\":1}"));
         assert_eq!(r.outcome(), Outcome::Success);
         assert_eq!(c.lines.len(), 1, "only the log line stays");
     }
@@ -151,6 +174,25 @@ mod tests {
                 other => panic!("expected an error, got {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn a_result_beyond_the_limit_is_refused_with_its_length() {
+        let capture = OutputCapture::new(1 << 20, 16);
+        capture.write(Stream::Stdout, b"{\"big\":\"0123456789abcdef\"}\n");
+        let mut c = capture.finish();
+        match interpret(GuestExit::Exited(0), &mut c, 100) {
+            RunResponse::ActionError { message, .. } => assert_eq!(
+                message,
+                "The action produced a response that exceeded the allowed length: 26 > 16 bytes."
+            ),
+            other => panic!("{other:?}"),
+        }
+        // Arrays pass, whitespace around a result is dropped, text inside it is kept as is.
+        let mut c = captured(" [1, {\"error\":0}] ");
+        let r = interpret(GuestExit::Exited(0), &mut c, 100);
+        assert!(matches!(&r, RunResponse::Result(v) if v.get() == "[1, {\"error\":0}]"));
+        assert_eq!(r.outcome(), Outcome::Success);
     }
 
     #[test]

@@ -87,6 +87,20 @@ pub fn env_text(value: &Value) -> String {
     }
 }
 
+/// Whether `name=value` can be a WASI environment variable: the guest reads each as one
+/// NUL-terminated `name=value` string, so a name must be non-empty without `=` or NUL and a
+/// value without NUL (every runtime would pass such an entry differently, or refuse it).
+pub fn check_env(name: &str, value: &str) -> Result<(), String> {
+    if !name.is_empty() && !name.contains(['=', '\0']) && !value.contains('\0') {
+        return Ok(());
+    }
+    let shown: String = name.chars().take(64).collect();
+    Err(format!(
+        "the environment variable {shown:?} cannot be passed to the action: names must be non-empty \
+         without '=' or NUL, values without NUL"
+    ))
+}
+
 /// Annotations arrive as JSON booleans or as strings ("true") depending on how they were set.
 fn lenient_bool<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
     Ok(match Value::deserialize(d)? {
@@ -111,6 +125,16 @@ mod tests {
         assert!(env.contains(&("__OW_NAMESPACE".into(), "guest".into())));
         assert!(env.contains(&("__OW_ACTIVATION_ID".into(), "abc".into())));
         assert_eq!(run.deadline_epoch_ms(), Some(1_700_000_060_000));
+    }
+
+    #[test]
+    fn environment_entries_a_guest_could_not_read_are_refused() {
+        assert!(check_env("__OW_NAMESPACE", "guest").is_ok());
+        assert!(check_env("A", "").is_ok());
+        for (name, value) in [("", "x"), ("A=B", "x"), ("A\0", "x"), ("A", "x\0y")] {
+            let error = check_env(name, value).unwrap_err();
+            assert!(error.contains("cannot be passed to the action"), "{error}");
+        }
     }
 
     #[test]

@@ -15,16 +15,17 @@ use crate::{
     backend::{
         Activation, ActiveBackend, Backend, BackendSettings, ModuleSpec, PrepareError, PrepareInput,
     },
-    capabilities,
+    capabilities::GrantRoot,
     code::{self, ModuleCode},
     config::Config,
-    logs::{OutputCapture, PendingLogs},
+    logs::{LogBudget, OutputCapture, PendingLogs},
     metrics::Metrics,
     net::HttpGetter,
     outcome::{self, RunResponse},
     pool::{ExecutionPool, PoolError},
-    protocol::{InitRequest, RunRequest, env_text},
-    registry::{Lookup, Registry},
+    protocol::{InitRequest, Limits as InitLimits, RunRequest, check_env, env_text},
+    registry::{Lookup, Registry, Reserve},
+    state::Directories,
 };
 
 pub const MORE_THAN_ONCE: &str = "Cannot initialize the action more than once.";
@@ -33,6 +34,8 @@ pub const MISSING_CODE: &str = "Missing main/no code to execute.";
 /// Errors of the executor's operations; the HTTP layer maps each kind to one status.
 #[derive(Debug, Error)]
 pub enum ServiceError {
+    #[error("{0}")]
+    BadRequest(String),
     #[error("{0}")]
     Refused(&'static str),
     #[error("{0}")]
@@ -54,6 +57,13 @@ impl From<PoolError> for ServiceError {
     }
 }
 
+/// A container's limits, fixed at /init.
+struct ContainerLimits {
+    memory_mb: u64,
+    timeout: Duration,
+    log_bytes: usize,
+}
+
 /// An initialized container: its prepared module and everything fixed at /init.
 pub struct Container {
     module: <ActiveBackend as Backend>::Module,
@@ -68,6 +78,8 @@ pub struct Executor {
     backend: Arc<ActiveBackend>,
     pool: ExecutionPool,
     containers: Registry<Container>,
+    grant_root: GrantRoot,
+    log_budget: Arc<LogBudget>,
     config: Config,
     trusted_keys: TrustedKeys,
     net: Arc<HttpGetter>,
@@ -77,11 +89,20 @@ pub struct Executor {
 
 impl Executor {
     pub fn new(config: Config, trusted_keys: TrustedKeys) -> anyhow::Result<Self> {
+        let dirs = Directories::of(&config)?;
         let backend = ActiveBackend::new(&BackendSettings {
-            cache_dir: config.cache_dir.clone(),
+            cache_dir: dirs.cache.clone(),
+            max_cache_bytes: config.max_cache_mb << 20,
             max_instances: config.max_concurrent,
             max_memory_bytes: config.max_memory_mb << 20,
         })?;
+        let grant_root = GrantRoot::open(&dirs.grant_root)?;
+        tracing::info!(
+            state = %dirs.state.display(),
+            cache = %dirs.cache.display(),
+            grant_root = %dirs.grant_root.display(),
+            "directories"
+        );
         let pool = ExecutionPool::new(
             config.pool_threads,
             config.max_concurrent,
@@ -97,6 +118,8 @@ impl Executor {
             backend: Arc::new(backend),
             pool,
             containers: Registry::default(),
+            grant_root,
+            log_budget: LogBudget::new(config.max_pending_log_mb << 20),
             config,
             trusted_keys,
             net,
@@ -130,6 +153,7 @@ impl Executor {
             self.containers.ready_count(),
             self.pool.running(),
             self.pool.queued(),
+            self.log_budget.used_bytes(),
         )
     }
 
@@ -162,23 +186,23 @@ impl Executor {
             .code
             .filter(|c| !c.trim().is_empty())
             .ok_or(ServiceError::Refused(MISSING_CODE))?;
-        let reservation = self
-            .containers
-            .reserve(id)
-            .ok_or(ServiceError::Refused(MORE_THAN_ONCE))?;
-
-        let memory_mb = value.limits.memory.unwrap_or(self.config.default_memory_mb);
-        if memory_mb == 0 || memory_mb > self.config.max_memory_mb {
-            return Err(ServiceError::InitFailed(format!(
-                "the memory limit of {memory_mb} MB is outside what this executor allows (1 to {} MB)",
-                self.config.max_memory_mb
-            )));
-        }
+        let reservation = match self.containers.reserve(id, self.config.max_containers) {
+            Reserve::Reserved(reservation) => reservation,
+            Reserve::Taken => return Err(ServiceError::Refused(MORE_THAN_ONCE)),
+            Reserve::Full => {
+                return Err(ServiceError::Overloaded(format!(
+                    "the executor holds its maximum of {} containers; retry elsewhere",
+                    self.config.max_containers
+                )));
+            }
+        };
+        let limits = self.container_limits(&value.limits)?;
         let dir = match value.annotations.dir.as_deref() {
-            Some(requested) => Some(
-                capabilities::grant_dir(requested, &self.config.dir_root)
+            Some(requested) => Some(Arc::new(
+                self.grant_root
+                    .grant(requested)
                     .map_err(ServiceError::InitFailed)?,
-            ),
+            )),
             None => None,
         };
         let entry = value
@@ -188,7 +212,7 @@ impl Executor {
             entry,
             dir,
             net: value.annotations.net_access.then(|| Arc::clone(&self.net)),
-            memory_limit_bytes: memory_mb << 20,
+            memory_limit_bytes: limits.memory_mb << 20,
         };
         let mut env: BTreeMap<String, String> = value
             .env
@@ -197,30 +221,79 @@ impl Executor {
             .map(|(k, v)| (k.clone(), env_text(v)))
             .collect();
         env.insert("__OW_API_HOST".into(), self.config.api_host.clone());
+        for (name, value) in &env {
+            check_env(name, value).map_err(ServiceError::InitFailed)?;
+        }
         let program_name = value.name.unwrap_or_else(|| id.to_owned());
-        let timeout = value
-            .limits
-            .timeout
-            .map_or(self.config.default_timeout(), Duration::from_millis);
-        let log_limit_bytes =
-            (value.limits.logs.unwrap_or(self.config.default_log_mb) << 20) as usize;
 
         let this = Arc::clone(self);
-        let max_module_bytes = self.config.max_body_mb << 20;
-        let module = self
+        let max_module_bytes = self.config.max_module_mb << 20;
+        let max_init = Duration::from_millis(self.config.max_init_ms);
+        let preparing = self
             .pool
             .run(move || this.prepare(&code, max_module_bytes, &spec))
-            .instrument(tracing::info_span!("init", container = id))
-            .await??;
-        reservation.commit(Container {
-            module,
-            program_name,
-            env: env.into_iter().collect(),
-            timeout,
-            log_limit_bytes,
-            logs: PendingLogs::default(),
-        });
-        Ok(())
+            .instrument(tracing::info_span!("init", container = id));
+        let module = tokio::time::timeout(max_init, preparing)
+            .await
+            .map_err(|_| {
+                ServiceError::InitFailed(format!(
+                    "preparing the module took longer than this executor allows ({} ms)",
+                    max_init.as_millis()
+                ))
+            })???;
+        reservation
+            .commit(Container {
+                module,
+                program_name,
+                env: env.into_iter().collect(),
+                timeout: limits.timeout,
+                log_limit_bytes: limits.log_bytes,
+                logs: PendingLogs::new(Arc::clone(&self.log_budget)),
+            })
+            .map_err(|_| {
+                ServiceError::NotFound(format!("container {id} was destroyed while it initialized"))
+            })
+    }
+
+    /// The container's limits from its /init, within the operator's maxima (a value beyond
+    /// them is refused, never clipped silently).
+    fn container_limits(&self, asked: &InitLimits) -> Result<ContainerLimits, ServiceError> {
+        let config = &self.config;
+        let within = |what: &str, value: u64, min: u64, max: u64, unit: &str| {
+            if (min..=max).contains(&value) {
+                Ok(value)
+            } else {
+                Err(ServiceError::InitFailed(format!(
+                    "the {what} limit of {value} {unit} is outside what this executor allows ({min} to {max} {unit})"
+                )))
+            }
+        };
+        let memory_mb = within(
+            "memory",
+            asked.memory.unwrap_or(config.default_memory_mb),
+            1,
+            config.max_memory_mb,
+            "MB",
+        )?;
+        let timeout_ms = within(
+            "time",
+            asked.timeout.unwrap_or(config.default_timeout_ms),
+            1,
+            config.max_timeout_ms,
+            "ms",
+        )?;
+        let log_mb = within(
+            "log",
+            asked.logs.unwrap_or(config.default_log_mb),
+            0,
+            config.max_log_mb,
+            "MB",
+        )?;
+        Ok(ContainerLimits {
+            memory_mb,
+            timeout: Duration::from_millis(timeout_ms),
+            log_bytes: usize::try_from(log_mb << 20).unwrap_or(usize::MAX),
+        })
     }
 
     /// Decodes, verifies and prepares a module. Runs on the blocking pool.
@@ -277,7 +350,7 @@ impl Executor {
             .unwrap_or_default();
         let span = tracing::info_span!("run", container = id, activation = %activation_id);
         let started = Instant::now();
-        let (activation, limit) = self.activation(&container, &request);
+        let (activation, limit) = self.activation(&container, &request)?;
         let backend = Arc::clone(&self.backend);
         let timeout_ms = limit.as_millis() as u64;
         let worker_container = Arc::clone(&container);
@@ -311,13 +384,26 @@ impl Executor {
     }
 
     /// The activation for the backend, and its time limit: what remains until the run's
-    /// `deadline`, else the container's timeout.
-    fn activation(&self, container: &Container, request: &RunRequest) -> (Activation, Duration) {
+    /// `deadline`, else the container's timeout. A context field that cannot be an environment
+    /// variable is the request's fault.
+    fn activation(
+        &self,
+        container: &Container,
+        request: &RunRequest,
+    ) -> Result<(Activation, Duration), ServiceError> {
         // Later entries win: the run's __OW_* override the init's.
         let mut env: BTreeMap<String, String> = container.env.iter().cloned().collect();
-        env.extend(request.activation_env());
+        for (name, value) in request.activation_env() {
+            check_env(&name, &value).map_err(ServiceError::BadRequest)?;
+            env.insert(name, value);
+        }
+        // A deadline beyond the operator's maximum is held to it.
         let limit = match request.deadline_epoch_ms() {
-            Some(epoch_ms) => Duration::from_millis(epoch_ms.saturating_sub(now_epoch_ms())),
+            Some(epoch_ms) => Duration::from_millis(
+                epoch_ms
+                    .saturating_sub(now_epoch_ms())
+                    .min(self.config.max_timeout_ms),
+            ),
             None => container.timeout,
         };
         let activation = Activation {
@@ -325,20 +411,23 @@ impl Executor {
             params: request.value.to_string(),
             env: env.into_iter().collect(),
             deadline: Instant::now() + limit,
-            output: OutputCapture::new(container.log_limit_bytes),
+            output: OutputCapture::new(container.log_limit_bytes, self.max_result_bytes()),
         };
-        (activation, limit)
+        Ok((activation, limit))
+    }
+
+    fn max_result_bytes(&self) -> usize {
+        self.config.max_result_mb << 20
     }
 
     pub fn destroy(&self, id: &str) -> Result<(), ServiceError> {
-        match self.containers.remove(id) {
-            Some(_) => {
-                tracing::info!(container = id, "destroyed");
-                Ok(())
-            }
-            None => Err(ServiceError::NotFound(format!(
+        if self.containers.remove(id) {
+            tracing::info!(container = id, "destroyed");
+            Ok(())
+        } else {
+            Err(ServiceError::NotFound(format!(
                 "container {id} does not exist"
-            ))),
+            )))
         }
     }
 

@@ -21,7 +21,8 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 #[derive(Debug, Clone)]
 pub struct ExecutorOptions {
     pub binary: PathBuf,
-    pub cache_dir: PathBuf,
+    /// The executor's private state directory (its compile cache is inside).
+    pub state_dir: PathBuf,
     pub trusted_key: Option<PathBuf>,
     /// `RUST_LOG` for the executor (`info` logs inits; `wasm_executor=debug` also each run).
     pub log_filter: String,
@@ -47,8 +48,8 @@ impl ExecutorProcess {
         command
             .arg("--listen")
             .arg(addr.to_string())
-            .arg("--cache-dir")
-            .arg(&options.cache_dir)
+            .arg("--state-dir")
+            .arg(&options.state_dir)
             .env("RUST_LOG", &options.log_filter)
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
@@ -67,7 +68,7 @@ impl ExecutorProcess {
             log_path: options.log_path.clone(),
         };
         process.wait_healthy()?;
-        tracing::debug!(%addr, cache = %options.cache_dir.display(), "executor ready");
+        tracing::debug!(%addr, state = %options.state_dir.display(), "executor ready");
         Ok(process)
     }
 

@@ -144,7 +144,7 @@ fn measure_all(
             tracing::info!(runtime, code, containers, requests, "footprint");
             let options = ExecutorOptions {
                 binary: PathBuf::from(binary),
-                cache_dir: fresh_dir(&dir, &format!("cache-{code}"))?,
+                state_dir: fresh_dir(&dir, &format!("cache-{code}"))?,
                 trusted_key: Some(artifact.public_key.clone()),
                 log_filter: "warn".into(),
                 log_path: dir.join(format!("executor-{code}.log")),

@@ -210,7 +210,7 @@ fn measure(
         let artifact = precompile::signed_zip(&args.precompiler, runtime, wasm, &dir)?;
         let process = ExecutorProcess::start(&ExecutorOptions {
             binary: PathBuf::from(binary),
-            cache_dir: fresh_dir(&dir, "cache")?,
+            state_dir: fresh_dir(&dir, "cache")?,
             trusted_key: Some(artifact.public_key.clone()),
             log_filter: "warn".into(),
             log_path: dir.join("executor.log"),

@@ -21,6 +21,7 @@ mod record;
 mod report;
 mod server;
 mod serverlog;
+mod soak;
 mod stats;
 mod suite;
 mod workload;
@@ -69,6 +70,9 @@ enum Command {
     /// Memory per container (idle RSS, RSS per warm container) and /init and warm /run latency,
     /// precompiled and portable, in each executor given.
     Footprint(footprint::FootprintArgs),
+    /// The soak run: benign and hostile activations mixed for minutes; the executor's RSS and
+    /// open descriptors must stay flat and benign requests must not fail (`make soak`).
+    Soak(soak::SoakArgs),
 }
 
 #[derive(Debug, Args)]
@@ -130,6 +134,7 @@ fn main() -> anyhow::Result<()> {
         Command::First(args) => first(args),
         Command::Hash(args) => hash::run(&args),
         Command::Footprint(args) => footprint::run(&args),
+        Command::Soak(args) => soak::run(&args),
     }
 }
 

@@ -6,7 +6,7 @@ use std::{path::PathBuf, sync::Arc, time::Instant};
 use thiserror::Error;
 use wasm_artifact::{Envelope, RuntimeId};
 
-use crate::{logs::OutputCapture, net::HttpGetter};
+use crate::{capabilities::GrantedDir, logs::OutputCapture, net::HttpGetter};
 
 // The headless wasmer build compiles nothing, so it has nothing to cache.
 #[cfg(not(feature = "wasmer-headless"))]
@@ -40,6 +40,13 @@ compile_error!(
     "the features `wasmer` and `wasmer-headless` are exclusive: pick the build with or without a compiler"
 );
 
+// The shared `poll_oneoff` and the unblocking of host calls serve the backends whose WASI the
+// executor provides or completes; WAMR's own WASI wakes blocked calls itself.
+#[cfg(not(feature = "wamr"))]
+mod poll;
+#[cfg(not(feature = "wamr"))]
+mod unblock;
+
 #[cfg(feature = "wasmtime")]
 mod wasmtime;
 #[cfg(feature = "wasmtime")]
@@ -55,11 +62,19 @@ mod wamr;
 #[cfg(feature = "wamr")]
 pub use self::wamr::WamrBackend as ActiveBackend;
 
+/// The most elements any table of a guest may have, on every backend: compilers emit one table
+/// of function pointers sized by the program's indirect calls, and 64 Ki covers large Rust and
+/// C programs; beyond it `table.grow` fails (returns -1) and a larger initial table is refused.
+pub const MAX_TABLE_ELEMENTS: u32 = 65_536;
+
 /// Settings every backend receives when the executor starts.
 #[derive(Debug, Clone)]
 pub struct BackendSettings {
-    /// Where compiled portable modules are cached, keyed by content hash.
+    /// Where compiled portable modules are cached, keyed by content hash (a private
+    /// directory, apart from the grant root).
     pub cache_dir: PathBuf,
+    /// The largest size of that cache.
+    pub max_cache_bytes: u64,
     /// Instances that may exist at once (the executor's concurrency limit).
     pub max_instances: usize,
     /// The largest memory limit any container may have, in bytes.
@@ -77,8 +92,8 @@ pub enum PrepareInput<'a> {
 pub struct ModuleSpec {
     /// Export to call instead of `_start`.
     pub entry: Option<String>,
-    /// Host directory preopened at the same guest path.
-    pub dir: Option<PathBuf>,
+    /// The granted directory, open, preopened at its guest path.
+    pub dir: Option<Arc<GrantedDir>>,
     /// The HTTP GET capability, when the action has `net_access`.
     pub net: Option<Arc<HttpGetter>>,
     /// Linear-memory limit in bytes.

@@ -85,7 +85,12 @@ impl Drop for ScratchDir {
 pub struct Executor {
     child: Child,
     pub addr: SocketAddr,
-    pub cache: ScratchDir,
+    /// Its state directory (`--state-dir`), removed with it.
+    pub state: ScratchDir,
+    /// Its compiled-module cache, inside `state` unless `--cache-dir` said otherwise.
+    pub cache: PathBuf,
+    /// Sent as `Authorization: Bearer …` with every request, when the executor has a token.
+    pub token: Option<String>,
 }
 
 impl Executor {
@@ -100,13 +105,40 @@ impl Executor {
 
     /// Like `start_with`, with extra environment variables for the executor process.
     pub fn start_with_env(extra: &[&str], env: &[(&str, &str)]) -> Self {
-        let cache = ScratchDir::new("cache");
+        let executor = Self::spawn_with_env(extra, env);
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(20) {
+            if let Ok(r) = executor.try_request("GET", "/health", None)
+                && r.status == 200
+            {
+                return executor;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("wasm-executor did not become healthy");
+    }
+
+    /// Starts the executor with extra flags and does not wait for it (it may refuse to start).
+    /// With `--listen` among them, that address is used instead of a free loopback port.
+    pub fn spawn(extra: &[&str]) -> Self {
+        Self::spawn_with_env(extra, &[])
+    }
+
+    fn spawn_with_env(extra: &[&str], env: &[(&str, &str)]) -> Self {
+        let state = ScratchDir::new("state");
         let addr = free_port();
         let mut command = Command::new(env!("CARGO_BIN_EXE_wasm-executor"));
-        command.args(["--listen", &addr.to_string()]);
-        if !extra.contains(&"--cache-dir") {
-            command.arg("--cache-dir").arg(&cache.0);
+        if !extra.contains(&"--listen") {
+            command.args(["--listen", &addr.to_string()]);
         }
+        if !extra.contains(&"--state-dir") {
+            command.arg("--state-dir").arg(&state.0);
+        }
+        let cache = extra
+            .iter()
+            .position(|a| *a == "--cache-dir")
+            .and_then(|i| extra.get(i + 1))
+            .map_or_else(|| state.0.join("cache"), PathBuf::from);
         for (flag, value) in [("--pool-threads", "8"), ("--max-concurrent", "8")] {
             if !extra.contains(&flag) {
                 command.args([flag, value]);
@@ -120,17 +152,18 @@ impl Executor {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("starting wasm-executor");
-        let executor = Executor { child, addr, cache };
-        let started = Instant::now();
-        while started.elapsed() < Duration::from_secs(20) {
-            if let Ok(r) = executor.try_request("GET", "/health", None)
-                && r.status == 200
-            {
-                return executor;
-            }
-            std::thread::sleep(Duration::from_millis(10));
+        let token = extra
+            .iter()
+            .position(|a| *a == "--auth-token-file")
+            .and_then(|i| extra.get(i + 1))
+            .map(|path| std::fs::read_to_string(path).unwrap().trim().to_owned());
+        Executor {
+            child,
+            addr,
+            state,
+            cache,
+            token,
         }
-        panic!("wasm-executor did not become healthy");
     }
 
     pub fn get(&self, path: &str) -> Response {
@@ -204,6 +237,47 @@ impl Executor {
         );
     }
 
+    /// The executor's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The executor's resident memory now (`VmRSS`), KiB.
+    pub fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS in /proc/PID/status")
+    }
+
+    /// How many descriptors the executor has open now.
+    pub fn open_fds(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.child.id()))
+            .unwrap()
+            .count()
+    }
+
+    /// Asserts that the executor is alive and answers `/health`.
+    #[track_caller]
+    pub fn assert_healthy(&self) {
+        assert_eq!(self.get("/health").expect(200).json()["status"], "ok");
+    }
+
+    /// Waits for the executor process to exit by itself; its status, or `None` if it still
+    /// runs after `within`.
+    pub fn exit_status(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let started = Instant::now();
+        while started.elapsed() < within {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
     /// The log lines collected since the last call, parsed.
     pub fn logs(&self, id: &str) -> Vec<Value> {
         let r = self.get(&format!("/{id}/logs"));
@@ -214,27 +288,94 @@ impl Executor {
             .collect()
     }
 
-    /// One HTTP/1.1 request on a fresh connection; every answer must carry Content-Length.
+    /// One HTTP/1.1 request on a fresh connection as the invoker sends it (JSON, this
+    /// executor's Host, its token); every answer must carry Content-Length.
     pub fn try_request(
         &self,
         method: &str,
         path: &str,
         body: Option<&[u8]>,
     ) -> std::io::Result<Response> {
-        let mut stream = TcpStream::connect(self.addr)?;
-        stream.set_read_timeout(Some(Duration::from_secs(120)))?;
-        let body = body.unwrap_or_default();
-        let head = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-            self.addr,
-            body.len()
-        );
-        stream.write_all(head.as_bytes())?;
-        stream.write_all(body)?;
-        let mut raw = Vec::new();
-        stream.read_to_end(&mut raw)?;
-        Ok(parse_response(&raw))
+        let host = self.addr.to_string();
+        let mut headers = vec![
+            ("Host", host.as_str()),
+            ("Content-Type", "application/json"),
+        ];
+        let bearer = self.token.as_ref().map(|t| format!("Bearer {t}"));
+        if let Some(bearer) = &bearer {
+            headers.push(("Authorization", bearer));
+        }
+        self.raw_request(method, path, &headers, body.unwrap_or_default())
     }
+
+    /// A request with exactly `headers` (plus Content-Length and Connection: close).
+    pub fn raw_request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> std::io::Result<Response> {
+        let stream = TcpStream::connect(self.addr)?;
+        stream.set_read_timeout(Some(Duration::from_secs(120)))?;
+        exchange(stream, method, path, headers, body)
+    }
+}
+
+/// POSTs `body` as careful clients (curl above 1 MB) send large bodies: `Expect:
+/// 100-continue`, the body only after the server asked for it, so a refusal before the body is
+/// read arrives as an answer instead of a broken pipe.
+pub fn post_expecting_continue(ex: &Executor, path: &str, body: &[u8]) -> Response {
+    let mut stream = TcpStream::connect(ex.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(120)))
+        .unwrap();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n",
+        ex.addr,
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    let mut byte = [0u8; 1];
+    while !raw.ends_with(b"\r\n\r\n") {
+        assert_eq!(
+            stream.read(&mut byte).unwrap(),
+            1,
+            "the server closed early"
+        );
+        raw.push(byte[0]);
+    }
+    if raw.starts_with(b"HTTP/1.1 100") {
+        raw.clear();
+        stream.write_all(body).unwrap();
+    }
+    stream.read_to_end(&mut raw).unwrap();
+    parse_response(&raw)
+}
+
+/// Writes one request on `stream` and reads the whole answer (the server closes).
+pub fn exchange(
+    mut stream: impl Read + Write,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> std::io::Result<Response> {
+    let mut head = format!("{method} {path} HTTP/1.1\r\n");
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str(&format!(
+        "Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    ));
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(body)?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw)?;
+    Ok(parse_response(&raw))
 }
 
 impl Drop for Executor {

@@ -7,6 +7,7 @@ mod artifacts;
 mod bad_input;
 mod capabilities;
 mod guest_execution;
+mod hostile;
 mod isolation;
 mod limits;
 mod observability;

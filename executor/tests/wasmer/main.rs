@@ -286,7 +286,7 @@ fn headless_refuses_portable_wasm_with_a_clear_error() {
 fn a_broken_cache_entry_is_recompiled_not_loaded() {
     let ex = Executor::start();
     ex.init_action("a", "add");
-    let dir = ex.cache.0.join("wasmer");
+    let dir = ex.cache.join("wasmer");
     let entries: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .flatten()
@@ -294,7 +294,7 @@ fn a_broken_cache_entry_is_recompiled_not_loaded() {
         .collect();
     assert_eq!(entries.len(), 1, "{entries:?}");
     std::fs::write(&entries[0], b"wasmer-universal but not really").unwrap();
-    let again = Executor::start_with(&["--cache-dir", ex.cache.0.to_str().unwrap()]);
+    let again = Executor::start_with(&["--cache-dir", ex.cache.to_str().unwrap()]);
     again.init_action("b", "add");
     assert_eq!(
         again

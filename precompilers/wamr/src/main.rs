@@ -33,6 +33,7 @@ impl Compiler for Wamr {
                  bound it in time, so the WAMR backend does not accept such modules"
             );
         }
+        wamr_profile::check_tables(wasm).map_err(anyhow::Error::msg)?;
         let aot = aot::compile(wasm, &target::for_triple(target, native_cpu)?)?;
         Ok(wamr_profile::wrap(&wamr_profile::tag(version), &aot))
     }

@@ -19,10 +19,13 @@ use wasmer_types::{
 /// Threads and exceptions are off: guests are WASI preview 1 commands, which use neither, and
 /// both make wasmer run runtime code on the guest's stack (`memory.atomic.wait`, exception
 /// allocation), where an interrupt at the deadline could abandon a lock held by that code.
+/// Multi-memory is off: a container's memory limit is the limit of its one linear memory, as
+/// on the other backends (N memories would get N times the limit).
 pub fn features() -> Features {
     let mut features = Features::new();
     features.threads(false);
     features.exceptions(false);
+    features.multi_memory(false);
     features
 }
 
@@ -73,9 +76,9 @@ mod tests {
     }
 
     #[test]
-    fn features_refuse_threads_and_exceptions() {
+    fn features_refuse_threads_exceptions_and_multi_memory() {
         let f = features();
-        assert!(!f.threads && !f.exceptions);
+        assert!(!f.threads && !f.exceptions && !f.multi_memory);
         assert!(
             f.bulk_memory && f.simd,
             "what Rust and C toolchains emit stays on"

@@ -10,9 +10,9 @@
 
 use thiserror::Error;
 
-mod start;
+mod sections;
 
-pub use start::declares_start_function;
+pub use sections::{MAX_TABLE_ELEMENTS, check_tables, declares_start_function, largest_table};
 
 /// Bulk memory operations (`memory.copy`, `memory.fill`, passive segments).
 pub const BULK_MEMORY: bool = true;

@@ -75,7 +75,7 @@ impl WasmPlatform {
         args.extend(options.extra_args.iter().cloned());
         let process = ExecutorProcess::start(&ExecutorOptions {
             binary: options.executor.clone(),
-            cache_dir: fresh_dir(&dir, "cache")?,
+            state_dir: fresh_dir(&dir, "cache")?,
             trusted_key: None,
             log_filter: "warn".to_owned(),
             log_path: dir.join("executor.log"),

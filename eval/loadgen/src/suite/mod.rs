@@ -112,10 +112,10 @@ impl Env {
         trusted_key: Option<&Path>,
         log_filter: &str,
     ) -> anyhow::Result<ExecutorProcess> {
-        let cache_dir = fresh_dir(&self.scratch, &format!("cache-{name}"))?;
+        let state_dir = fresh_dir(&self.scratch, &format!("cache-{name}"))?;
         ExecutorProcess::start(&ExecutorOptions {
             binary: self.executor.clone(),
-            cache_dir,
+            state_dir,
             trusted_key: trusted_key.map(Path::to_path_buf),
             log_filter: log_filter.to_owned(),
             log_path: self.scratch.join(format!("executor-{name}.log")),

@@ -136,7 +136,12 @@ mod tests {
 
     #[test]
     fn held_body_is_read_in_chunks_then_gone() {
-        let host = HostState::new(OutputCapture::new(1024), None, Instant::now(), 1 << 20);
+        let host = HostState::new(
+            OutputCapture::new(1024, 1024),
+            None,
+            Instant::now(),
+            1 << 20,
+        );
         *host.held.borrow_mut() = HeldBody {
             bytes: b"hello world".to_vec(),
             read: 0,
@@ -157,7 +162,7 @@ mod tests {
     #[test]
     fn only_growth_beyond_the_limit_counts_as_exhaustion() {
         let host = HostState::new(
-            OutputCapture::new(1024),
+            OutputCapture::new(1024, 1024),
             None,
             Instant::now(),
             4 * PAGE_BYTES,

@@ -36,6 +36,9 @@ const INTERPRETER_STACK_BYTES: u32 = 512 << 10;
 const POST_INSTANTIATE_EXPORTS: [&str; 3] =
     ["_initialize", "__post_instantiate", "__wasm_call_ctors"];
 
+// The WAMR profile (shared with the precompiler) holds tables to the executor's maximum.
+const _: () = assert!(wamr_profile::MAX_TABLE_ELEMENTS == super::MAX_TABLE_ELEMENTS);
+
 pub struct WamrBackend {
     watchdog: Watchdog,
     /// The profile tag AOT payloads must carry (see `wamr-profile`).
@@ -83,7 +86,7 @@ impl Backend for WamrBackend {
             "WAMR runtime ready: portable modules on the fast interpreter, precompiled ones as AOT code"
         );
         // Portable modules are interpreted, not compiled, so there is nothing to cache.
-        tracing::debug!(cache_dir = %settings.cache_dir.display(), "the WAMR backend keeps no compile cache");
+        tracing::debug!(cache_dir = %settings.cache_dir.display(), max_cache_bytes = settings.max_cache_bytes, "the WAMR backend keeps no compile cache");
         Ok(WamrBackend {
             watchdog,
             tag,
@@ -106,6 +109,7 @@ impl Backend for WamrBackend {
                             .into(),
                     ));
                 }
+                wamr_profile::check_tables(wasm).map_err(PrepareError::Invalid)?;
                 (wasm, ModuleKind::Bytecode)
             }
             PrepareInput::Precompiled(envelope) => (
@@ -145,10 +149,20 @@ impl WamrBackend {
             }
         };
         let argv = [activation.program_name.as_str(), activation.params.as_str()];
+        // WAMR preopens by path: the descriptor's /proc path names the directory opened at
+        // /init (WAMR resolves it to the directory's current path and opens that; the grant
+        // root is private to the executor's user, so nobody can swap it in between).
+        let granted = module
+            .spec
+            .dir
+            .as_deref()
+            .map(|dir| (dir.guest_path(), dir.reopen_path()));
         let config = InstanceConfig {
             argv: &argv,
             env: &activation.env,
-            dir: module.spec.dir.as_deref(),
+            dir: granted
+                .as_ref()
+                .map(|(guest, host)| (*guest, host.as_path())),
             stdin: stdin.fd(),
             stdout: self.null_output.as_fd(),
             stderr: self.null_output.as_fd(),

@@ -169,6 +169,60 @@ impl Watchdog {
     }
 }
 
+/// wasmer's SIGUSR1 handler, saved when [`accept_only_own_interrupts`] put the filter in front.
+static WASMER_INTERRUPT_HANDLER: std::sync::OnceLock<libc::sigaction> = std::sync::OnceLock::new();
+
+/// Puts a filter in front of wasmer's SIGUSR1 handler: wasmer's handler asserts that an
+/// interrupt was requested, so a SIGUSR1 from anywhere else (`kill -USR1` by another process)
+/// would abort the executor. Only this process's own thread-directed signals (the watchdog's
+/// `pthread_kill`) reach wasmer; any other SIGUSR1 is ignored.
+pub fn accept_only_own_interrupts(engine: &wasmer::Engine) -> anyhow::Result<()> {
+    // wasmer installs its handlers when the first store is made.
+    drop(wasmer::Store::new(engine.clone()));
+    if WASMER_INTERRUPT_HANDLER.get().is_some() {
+        return Ok(());
+    }
+    // SAFETY: a zeroed sigaction with a handler, SA_SIGINFO and an empty mask is complete; the
+    // previous action is written into `previous` by the kernel before it is read.
+    unsafe {
+        let mut filter: libc::sigaction = std::mem::zeroed();
+        filter.sa_sigaction = only_own_interrupts as *const () as usize;
+        filter.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+        libc::sigemptyset(&mut filter.sa_mask);
+        let mut previous: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(libc::SIGUSR1, &filter, &mut previous) != 0 {
+            anyhow::bail!(
+                "installing the SIGUSR1 filter: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        let _ = WASMER_INTERRUPT_HANDLER.set(previous);
+    }
+    Ok(())
+}
+
+extern "C" fn only_own_interrupts(
+    signal: libc::c_int,
+    info: *mut libc::siginfo_t,
+    context: *mut libc::c_void,
+) {
+    // SAFETY: the kernel passes a valid siginfo for an SA_SIGINFO handler; getpid and reading
+    // the saved handler (set before this handler was installed) are async-signal-safe.
+    unsafe {
+        let own = (*info).si_code == libc::SI_TKILL && (*info).si_pid() == libc::getpid();
+        if !own {
+            return;
+        }
+        if let Some(wasmer) = WASMER_INTERRUPT_HANDLER.get()
+            && wasmer.sa_flags & libc::SA_SIGINFO != 0
+        {
+            let handler: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+                std::mem::transmute(wasmer.sa_sigaction);
+            handler(signal, info, context);
+        }
+    }
+}
+
 fn watch_forever(shared: &Shared) {
     let mut watched = shared.watched.lock().unwrap_or_else(|p| p.into_inner());
     loop {

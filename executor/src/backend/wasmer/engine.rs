@@ -1,6 +1,7 @@
-//! The one wasmer engine of this process: LLVM with the shared profile (so what it compiles at
-//! /init is what `wasm-precompile-wasmer` would produce), or no compiler at all in the headless
-//! build; either way with the memory-limiting tunables.
+//! The wasmer engine every module gets (one per container's module, so that its machine code is
+//! freed with it): LLVM with the shared profile (so what it compiles at /init is what
+//! `wasm-precompile-wasmer` would produce), or no compiler at all in the headless build; either
+//! way with the memory-limiting tunables.
 
 use wasmer::{Engine, sys::NativeEngineExt};
 

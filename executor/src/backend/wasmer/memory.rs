@@ -25,11 +25,15 @@ use wasmer::{
 };
 use wasmer_compiler::BaseTunables;
 
-/// The memory limit of one activation and whether the guest ran into it.
+use crate::backend::MAX_TABLE_ELEMENTS;
+
+/// The memory limit of one activation, whether the guest ran into it, and whether its one
+/// linear memory exists yet.
 #[derive(Debug, Clone)]
 pub struct MemoryBudget {
     limit_bytes: u64,
     exceeded: Arc<AtomicBool>,
+    created: Arc<AtomicBool>,
 }
 
 impl MemoryBudget {
@@ -37,7 +41,18 @@ impl MemoryBudget {
         MemoryBudget {
             limit_bytes,
             exceeded: Arc::new(AtomicBool::new(false)),
+            created: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// Counts a memory being created: the first is fine, a second would get a limit of its own.
+    fn one_memory(&self) -> Result<(), MemoryError> {
+        if self.created.swap(true, Ordering::SeqCst) {
+            return Err(MemoryError::Generic(
+                "a guest may have one linear memory; the memory limit applies to it".into(),
+            ));
+        }
+        Ok(())
     }
 
     pub fn exceeded(&self) -> bool {
@@ -87,6 +102,7 @@ impl Tunables for LimitingTunables {
         style: &MemoryStyle,
     ) -> Result<VMMemory, MemoryError> {
         let budget = current_budget()?;
+        budget.one_memory()?;
         let memory = self.base.create_host_memory(ty, style)?;
         LimitedMemory::wrap(memory, budget)
     }
@@ -98,6 +114,7 @@ impl Tunables for LimitingTunables {
         vm_definition_location: NonNull<VMMemoryDefinition>,
     ) -> Result<VMMemory, MemoryError> {
         let budget = current_budget()?;
+        budget.one_memory()?;
         // SAFETY: forwarded unchanged from wasmer's caller, which upholds the contract.
         let memory = unsafe {
             self.base
@@ -107,7 +124,7 @@ impl Tunables for LimitingTunables {
     }
 
     fn create_host_table(&self, ty: &TableType, style: &TableStyle) -> Result<VMTable, String> {
-        self.base.create_host_table(ty, style)
+        self.base.create_host_table(&bounded(ty)?, style)
     }
 
     unsafe fn create_vm_table(
@@ -116,9 +133,31 @@ impl Tunables for LimitingTunables {
         style: &TableStyle,
         vm_definition_location: NonNull<VMTableDefinition>,
     ) -> Result<VMTable, String> {
-        // SAFETY: forwarded unchanged from wasmer's caller, which upholds the contract.
-        unsafe { self.base.create_vm_table(ty, style, vm_definition_location) }
+        let ty = bounded(ty)?;
+        // SAFETY: forwarded from wasmer's caller, which upholds the contract; only the table's
+        // maximum is lowered, which wasmer enforces on growth.
+        unsafe {
+            self.base
+                .create_vm_table(&ty, style, vm_definition_location)
+        }
     }
+}
+
+/// `ty` with its maximum held to the executor's ([`MAX_TABLE_ELEMENTS`]): past it `table.grow`
+/// fails instead of allocating; a larger initial size is refused.
+fn bounded(ty: &TableType) -> Result<TableType, String> {
+    if ty.minimum > MAX_TABLE_ELEMENTS {
+        return Err(format!(
+            "a table of {} elements is larger than this executor allows ({MAX_TABLE_ELEMENTS})",
+            ty.minimum
+        ));
+    }
+    let mut ty = *ty;
+    ty.maximum = Some(
+        ty.maximum
+            .map_or(MAX_TABLE_ELEMENTS, |m| m.min(MAX_TABLE_ELEMENTS)),
+    );
+    Ok(ty)
 }
 
 fn current_budget() -> Result<MemoryBudget, MemoryError> {
@@ -248,5 +287,26 @@ mod tests {
         let big = MemoryType::new(2, None, false);
         assert!(with_budget(&small, || tunables.create_host_memory(&big, &style)).is_err());
         assert!(small.exceeded());
+    }
+
+    #[test]
+    fn one_memory_per_activation_and_bounded_tables() {
+        let budget = MemoryBudget::new(1 << 20);
+        let tunables = LimitingTunables::default();
+        let ty = MemoryType::new(1, None, false);
+        let style = tunables.memory_style(&ty);
+        with_budget(&budget, || {
+            tunables.create_host_memory(&ty, &style).unwrap();
+            assert!(
+                tunables.create_host_memory(&ty, &style).is_err(),
+                "a second memory"
+            );
+        });
+        let open = TableType::new(wasmer::Type::FuncRef, 1, None);
+        assert_eq!(bounded(&open).unwrap().maximum, Some(MAX_TABLE_ELEMENTS));
+        let small = TableType::new(wasmer::Type::FuncRef, 1, Some(8));
+        assert_eq!(bounded(&small).unwrap().maximum, Some(8));
+        let huge = TableType::new(wasmer::Type::FuncRef, MAX_TABLE_ELEMENTS + 1, None);
+        assert!(bounded(&huge).is_err());
     }
 }

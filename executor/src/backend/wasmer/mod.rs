@@ -31,7 +31,7 @@ use super::{
 };
 
 pub struct WasmerBackend {
-    engine: Engine,
+    unblocker: super::unblock::Unblocker,
     #[cfg(feature = "wasmer")]
     cache: super::disk_cache::DiskCache,
     watchdog: Watchdog,
@@ -40,6 +40,11 @@ pub struct WasmerBackend {
 /// A container's module, with its entry point and what the container grants it.
 pub struct PreparedModule {
     module: Module,
+    /// The module's own engine: wasmer frees machine code only with the engine that loaded it,
+    /// so each container's module has one and a destroyed container's code goes with it (one
+    /// engine for the process would keep the code of every module ever loaded: a tenant that
+    /// creates and destroys containers would grow the executor without bound).
+    engine: Engine,
     entry: String,
     spec: ModuleSpec,
 }
@@ -55,7 +60,7 @@ impl Backend for WasmerBackend {
     const PORTABLE_MODULES: PortableModules = PortableModules::Refused;
 
     fn new(settings: &BackendSettings) -> anyhow::Result<Self> {
-        let engine = engine::build();
+        deadline::accept_only_own_interrupts(&engine::build())?;
         let watchdog = Watchdog::start()?;
         // Instances are allocated on demand (no pool to size); the memory limit is per container.
         tracing::info!(
@@ -66,15 +71,16 @@ impl Backend for WasmerBackend {
         );
         // The headless build compiles nothing, so it has no cache directory to use.
         #[cfg(not(feature = "wasmer"))]
-        let _unused = &settings.cache_dir;
+        let _unused = (&settings.cache_dir, settings.max_cache_bytes);
         Ok(WasmerBackend {
+            unblocker: super::unblock::Unblocker::start()?,
             #[cfg(feature = "wasmer")]
             cache: super::disk_cache::DiskCache::new(
                 &settings.cache_dir,
                 "wasmer",
                 compiled_code_key(),
+                settings.max_cache_bytes,
             )?,
-            engine,
             watchdog,
         })
     }
@@ -84,13 +90,14 @@ impl Backend for WasmerBackend {
         input: PrepareInput<'_>,
         spec: &ModuleSpec,
     ) -> Result<PreparedModule, PrepareError> {
+        let engine = engine::build();
         let module = match input {
-            PrepareInput::Portable { wasm, sha256 } => self.compile(wasm, sha256)?,
+            PrepareInput::Portable { wasm, sha256 } => self.compile(&engine, wasm, sha256)?,
             // SAFETY: the envelope was verified before we got here (signature or the operator's
             // explicit trust, runtime, exact version, target triple, payload hash): wasmer does
             // not check the architecture of what it deserializes, the envelope did.
             PrepareInput::Precompiled(envelope) => {
-                unsafe { Module::deserialize(&self.engine, envelope.payload.as_slice()) }.map_err(
+                unsafe { Module::deserialize(&engine, envelope.payload.as_slice()) }.map_err(
                     |e| {
                         PrepareError::Invalid(format!(
                             "the artifact does not load in this executor: {e}"
@@ -100,22 +107,26 @@ impl Backend for WasmerBackend {
             }
         };
         let entry = resolve_entry(&module, spec.entry.as_deref())?;
-        imports::check(&self.engine, &module, spec.net.is_some())?;
+        imports::check(&engine, &module, spec.net.is_some())?;
         Ok(PreparedModule {
             module,
+            engine,
             entry,
             spec: spec.clone(),
         })
     }
 
     fn run(&self, module: &PreparedModule, activation: &Activation) -> GuestExit {
+        // A host call still blocked after the deadline is interrupted (see `unblock.rs`); the
+        // host-call guard then ends the activation.
+        let _unblock = self.unblocker.register(activation.deadline);
         let clock = Arc::new(RunClock::new(activation.deadline));
         let budget = MemoryBudget::new(module.spec.memory_limit_bytes);
         let wasi = match WasiCtx::new(activation, module.spec.dir.as_deref()) {
             Ok(wasi) => wasi,
             Err(error) => return GuestExit::HostFailure(format!("{error:#}")),
         };
-        let mut store = Store::new(self.engine.clone());
+        let mut store = Store::new(module.engine.clone());
         let env = FunctionEnv::new(
             &mut store,
             RunEnv {
@@ -165,18 +176,14 @@ impl Backend for WasmerBackend {
 
 impl WasmerBackend {
     #[cfg(feature = "wasmer")]
-    fn compile(&self, wasm: &[u8], sha256: &str) -> Result<Module, PrepareError> {
-        let engine = &self.engine;
+    fn compile(&self, engine: &Engine, wasm: &[u8], sha256: &str) -> Result<Module, PrepareError> {
         let (module, source) = self
             .cache
             .load_or_compile(
                 sha256,
-                // SAFETY: the file was written by this cache from a module this engine compiled;
-                // the directory is private to the executor's user and the key names the engine.
-                |path| {
-                    unsafe { Module::deserialize_from_file(engine, path) }
-                        .map_err(anyhow::Error::from)
-                },
+                // SAFETY: the cache hands over an entry only after its MAC verified: written by
+                // this cache from a module this engine compiled (the key names the engine).
+                |bytes| unsafe { Module::deserialize(engine, bytes) }.map_err(anyhow::Error::from),
                 || Module::new(engine, wasm).map_err(anyhow::Error::from),
                 |module| Ok(module.serialize()?.to_vec()),
             )
@@ -186,7 +193,12 @@ impl WasmerBackend {
     }
 
     #[cfg(not(feature = "wasmer"))]
-    fn compile(&self, _wasm: &[u8], _sha256: &str) -> Result<Module, PrepareError> {
+    fn compile(
+        &self,
+        _engine: &Engine,
+        _wasm: &[u8],
+        _sha256: &str,
+    ) -> Result<Module, PrepareError> {
         Err(PrepareError::Invalid(
             "this executor is the headless wasmer build: it has no compiler and runs only artifacts precompiled by \
              `wasm-precompile compile --runtime wasmer`; precompile the module or use the full wasmer build"

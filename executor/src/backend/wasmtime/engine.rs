@@ -9,16 +9,12 @@ use wasmtime::{
     Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, UpdateDeadline,
 };
 
-use crate::backend::BackendSettings;
+use crate::backend::{BackendSettings, MAX_TABLE_ELEMENTS};
 
 /// How often the epoch advances. A looping guest is interrupted at most one tick after its
 /// deadline, and each tick costs the ticker and every running guest one wake-up / clock read:
 /// 5 ms keeps both small.
 pub const EPOCH_TICK: Duration = Duration::from_millis(5);
-
-/// Elements per table in a pool slot. Compilers emit one table of function pointers sized by
-/// the program's indirect calls; 64 Ki covers large Rust and C programs at 512 KiB per slot.
-const POOL_TABLE_ELEMENTS: usize = 65_536;
 
 /// Tables one instance may define. Reference types allow several (a module with `externref`
 /// values keeps them in a table of their own beside its function table); the pool reserves
@@ -36,7 +32,7 @@ pub fn build(settings: &BackendSettings) -> anyhow::Result<(Engine, &'static str
         .total_memories(slots)
         .total_tables(slots.saturating_mul(POOL_TABLES_PER_INSTANCE))
         .max_tables_per_module(POOL_TABLES_PER_INSTANCE)
-        .table_elements(POOL_TABLE_ELEMENTS)
+        .table_elements(MAX_TABLE_ELEMENTS as usize)
         .max_memory_size(usize::try_from(settings.max_memory_bytes).unwrap_or(usize::MAX));
     config.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling));
     match Engine::new(&config) {

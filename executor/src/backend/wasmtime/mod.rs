@@ -3,6 +3,7 @@
 
 mod engine;
 mod http_import;
+mod poll;
 mod stdio;
 
 use std::{sync::Arc, time::Instant};
@@ -13,16 +14,18 @@ use wasmtime::{
 };
 use wasmtime_wasi::{FsPerms, I32Exit, WasiCtxBuilder, p1::WasiP1Ctx, p2::pipe::MemoryInputPipe};
 
-use self::{http_import::HeldBody, stdio::CaptureStream};
+use self::{http_import::HeldBody, poll::GuestMonotonicClock, stdio::CaptureStream};
 use super::{
-    Activation, Backend, BackendSettings, GuestExit, ModuleSpec, PortableModules, PrepareError,
-    PrepareInput, disk_cache::DiskCache, missing_import_hint,
+    Activation, Backend, BackendSettings, GuestExit, MAX_TABLE_ELEMENTS, ModuleSpec,
+    PortableModules, PrepareError, PrepareInput, disk_cache::DiskCache, missing_import_hint,
+    unblock::Unblocker,
 };
 use crate::{logs::Stream, net::HttpGetter};
 
 pub struct WasmtimeBackend {
     engine: Engine,
     cache: DiskCache,
+    unblocker: Unblocker,
 }
 
 /// A container's module: linked and pre-instantiated against WASI and its capabilities.
@@ -38,6 +41,8 @@ pub struct RunState {
     limiter: MemoryLimiter,
     net: Option<Arc<HttpGetter>>,
     deadline: Instant,
+    /// Where the guest's monotonic clock starts (see `poll.rs`).
+    clock_origin: Instant,
     held: HeldBody,
 }
 
@@ -62,13 +67,14 @@ impl ResourceLimiter for MemoryLimiter {
         Ok(true)
     }
 
+    /// Tables are held to the executor's maximum also when instances are not pooled.
     fn table_growing(
         &mut self,
         _current: usize,
-        _desired: usize,
+        desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        Ok(true)
+        Ok(desired <= MAX_TABLE_ELEMENTS as usize)
     }
 }
 
@@ -86,13 +92,18 @@ impl Backend for WasmtimeBackend {
             &settings.cache_dir,
             "wasmtime",
             engine.precompile_compatibility_hash(),
+            settings.max_cache_bytes,
         )?;
         tracing::info!(
             allocator,
             slots = settings.max_instances,
             "wasmtime engine ready"
         );
-        Ok(WasmtimeBackend { engine, cache })
+        Ok(WasmtimeBackend {
+            engine,
+            cache,
+            unblocker: Unblocker::start()?,
+        })
     }
 
     fn prepare(
@@ -106,9 +117,9 @@ impl Backend for WasmtimeBackend {
                     .cache
                     .load_or_compile(
                         sha256,
-                        // SAFETY: cache entries were written by this cache from modules this
-                        // engine compiled; the directory is private to the executor's user.
-                        |path| Ok(unsafe { Module::deserialize_file(&self.engine, path) }?),
+                        // SAFETY: the cache hands over an entry only after its MAC verified:
+                        // written by this cache from a module this engine compiled.
+                        |bytes| Ok(unsafe { Module::deserialize(&self.engine, bytes) }?),
                         || Ok(Module::new(&self.engine, wasm)?),
                         |module| Ok(module.serialize()?),
                     )
@@ -132,6 +143,7 @@ impl Backend for WasmtimeBackend {
         let mut linker: Linker<RunState> = Linker::new(&self.engine);
         wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |s: &mut RunState| &mut s.wasi)
             .map_err(|e| PrepareError::Internal(e.into()))?;
+        poll::add_to_linker(&mut linker).map_err(|e| PrepareError::Internal(e.into()))?;
         if spec.net.is_some() {
             http_import::add_to_linker(&mut linker)
                 .map_err(|e| PrepareError::Internal(e.into()))?;
@@ -148,6 +160,8 @@ impl Backend for WasmtimeBackend {
     }
 
     fn run(&self, module: &PreparedModule, activation: &Activation) -> GuestExit {
+        // A host call still blocked after the deadline is interrupted (see `unblock.rs`).
+        let _unblock = self.unblocker.register(activation.deadline);
         let mut store = match self.new_store(module, activation) {
             Ok(store) => store,
             Err(error) => return GuestExit::HostFailure(format!("{error:#}")),
@@ -176,25 +190,29 @@ impl WasmtimeBackend {
         module: &PreparedModule,
         activation: &Activation,
     ) -> wasmtime::Result<Store<RunState>> {
+        let clock_origin = Instant::now();
         let mut wasi = WasiCtxBuilder::new();
-        wasi.arg(&activation.program_name)
-            .arg(&activation.params)
-            .envs(&activation.env)
-            .stdin(MemoryInputPipe::new(activation.params.clone()))
-            .stdout(CaptureStream {
-                stream: Stream::Stdout,
-                capture: Arc::clone(&activation.output),
-            })
-            .stderr(CaptureStream {
-                stream: Stream::Stderr,
-                capture: Arc::clone(&activation.output),
-            })
-            // Guests already run on the executor's blocking pool: block right here.
-            .allow_blocking_current_thread(true);
+        wasi.monotonic_clock(GuestMonotonicClock {
+            origin: clock_origin,
+        })
+        .arg(&activation.program_name)
+        .arg(&activation.params)
+        .envs(&activation.env)
+        .stdin(MemoryInputPipe::new(activation.params.clone()))
+        .stdout(CaptureStream {
+            stream: Stream::Stdout,
+            capture: Arc::clone(&activation.output),
+        })
+        .stderr(CaptureStream {
+            stream: Stream::Stderr,
+            capture: Arc::clone(&activation.output),
+        })
+        // Guests already run on the executor's blocking pool: block right here.
+        .allow_blocking_current_thread(true);
         if let Some(dir) = &module.spec.dir {
-            let guest_path = dir.to_string_lossy().into_owned();
-            wasi.preopened_dir(dir, guest_path, FsPerms::ReadWrite)
-                .map_err(|e| e.context(format!("opening {}", dir.display())))?;
+            // The directory opened at /init, by its descriptor: not whatever its path names now.
+            wasi.preopened_dir(dir.reopen_path(), dir.guest_path(), FsPerms::ReadWrite)
+                .map_err(|e| e.context(format!("opening the granted {}", dir.guest_path())))?;
         }
         let state = RunState {
             wasi: wasi.build_p1(),
@@ -204,6 +222,7 @@ impl WasmtimeBackend {
             },
             net: module.spec.net.clone(),
             deadline: activation.deadline,
+            clock_origin,
             held: HeldBody::default(),
         };
         let mut store = Store::new(&self.engine, state);
@@ -241,6 +260,7 @@ fn check_imports(
             },
             net: None,
             deadline: Instant::now(),
+            clock_origin: Instant::now(),
             held: HeldBody::default(),
         },
     );

@@ -20,8 +20,8 @@ use crate::backend::wamr::host::HostState;
 pub struct InstanceConfig<'a> {
     pub argv: &'a [&'a str],
     pub env: &'a [(String, String)],
-    /// Preopened at the same path inside the guest.
-    pub dir: Option<&'a Path>,
+    /// The granted directory: the guest's path and a host path that opens it.
+    pub dir: Option<(&'a str, &'a Path)>,
     pub stdin: BorrowedFd<'a>,
     pub stdout: BorrowedFd<'a>,
     pub stderr: BorrowedFd<'a>,
@@ -58,8 +58,11 @@ impl<'a> Instance<'a> {
             config.env.iter().map(|(k, v)| format!("{k}={v}")),
             "environment variable",
         )?;
+        // Mapped as `guest::host` (the grant refuses guest paths holding `::`).
         let dirs = c_strings(
-            config.dir.map(|d| d.to_string_lossy().into_owned()),
+            config
+                .dir
+                .map(|(guest, host)| format!("{guest}::{}", host.display())),
             "directory",
         )?;
         let mut argv_ptrs: Vec<*mut c_char> = argv.iter().map(|s| s.as_ptr().cast_mut()).collect();
@@ -92,10 +95,10 @@ impl<'a> Instance<'a> {
             );
             sys::wasm_runtime_instantiation_args_set_wasi_dir(
                 args.0,
-                dir_ptrs.as_mut_ptr(),
-                len_u32(dir_ptrs.len())?,
                 ptr::null_mut(),
                 0,
+                dir_ptrs.as_mut_ptr(),
+                len_u32(dir_ptrs.len())?,
             );
             sys::wasm_runtime_instantiation_args_set_wasi_stdio(
                 args.0,

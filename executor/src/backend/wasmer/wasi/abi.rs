@@ -167,17 +167,6 @@ pub mod clock {
     pub const THREAD_CPUTIME: u32 = 3;
 }
 
-/// `eventtype` and subscription flags of `poll_oneoff`.
-pub mod event {
-    pub const CLOCK: u8 = 0;
-    pub const FD_READ: u8 = 1;
-    pub const FD_WRITE: u8 = 2;
-    pub const SUBSCRIPTION_CLOCK_ABSTIME: u16 = 1;
-    /// Bytes per `subscription` and per `event`.
-    pub const SUBSCRIPTION_SIZE: u32 = 48;
-    pub const EVENT_SIZE: u32 = 32;
-}
-
 /// `whence` of `fd_seek`.
 pub mod whence {
     pub const SET: u8 = 0;

@@ -1,7 +1,7 @@
 //! Bounds-checked access to a guest's linear memory for the host functions: every pointer and
 //! length a guest passes is untrusted, so each access either fits in memory or is `EFAULT`.
-
-use wasmer::MemoryView;
+//! The decoding is independent of wasmer (its memory is one [`LinearMemory`]), so the fuzz
+//! targets under `fuzz/` drive it with memories of their own.
 
 use super::abi::{Errno, WasiResult};
 
@@ -9,12 +9,22 @@ use super::abi::{Errno, WasiResult};
 /// requests are served partially, which every WASI read/write caller already handles.
 pub const MAX_IO_CHUNK: u32 = 16 << 20;
 
+/// A guest's linear memory: reads and writes of whole ranges that either fit or fail.
+pub trait LinearMemory {
+    fn read(&self, at: u64, buf: &mut [u8]) -> Result<(), OutOfBounds>;
+    fn write(&self, at: u64, bytes: &[u8]) -> Result<(), OutOfBounds>;
+}
+
+/// An access beyond the end of the memory.
+#[derive(Debug)]
+pub struct OutOfBounds;
+
 pub struct Guest<'a> {
-    view: &'a MemoryView<'a>,
+    view: &'a dyn LinearMemory,
 }
 
 impl<'a> Guest<'a> {
-    pub fn new(view: &'a MemoryView<'a>) -> Self {
+    pub fn new(view: &'a dyn LinearMemory) -> Self {
         Guest { view }
     }
 

@@ -12,14 +12,18 @@ mod guest;
 mod path_calls;
 mod proc_calls;
 
-use std::{path::Path, sync::Arc};
+use std::sync::Arc;
 
 use anyhow::Context as _;
 use wasmer::{Function, FunctionEnv, FunctionEnvMut, Store, StoreMut};
 
-use self::{abi::WasiResult, fds::FdTable, guest::Guest};
+use self::{
+    abi::WasiResult,
+    fds::FdTable,
+    guest::{Guest, LinearMemory, OutOfBounds},
+};
 use super::host::{HostStop, RunEnv};
-use crate::{backend::Activation, logs::OutputCapture};
+use crate::{backend::Activation, capabilities::GrantedDir, logs::OutputCapture};
 
 /// The import module of WASI preview 1.
 pub const MODULE: &str = "wasi_snapshot_preview1";
@@ -35,13 +39,17 @@ pub struct WasiCtx {
 }
 
 impl WasiCtx {
-    /// The context of `activation`; `dir` is preopened at its own path as the guest sees it.
-    pub fn new(activation: &Activation, dir: Option<&Path>) -> anyhow::Result<Self> {
+    /// The context of `activation`; the granted `dir` (the directory opened at /init) is
+    /// preopened at its guest path.
+    pub fn new(activation: &Activation, dir: Option<&GrantedDir>) -> anyhow::Result<Self> {
         let preopen = match dir {
-            Some(path) => {
-                let dir = cap_std::fs::Dir::open_ambient_dir(path, cap_std::ambient_authority())
-                    .with_context(|| format!("opening {}", path.display()))?;
-                Some((dir, path.to_string_lossy().into_owned()))
+            Some(granted) => {
+                let fd = granted
+                    .fd()
+                    .try_clone_to_owned()
+                    .with_context(|| format!("opening the granted {}", granted.guest_path()))?;
+                let dir = cap_std::fs::Dir::from_std_file(std::fs::File::from(fd));
+                Some((dir, granted.guest_path().to_owned()))
             }
             None => None,
         };
@@ -66,9 +74,19 @@ impl WasiCtx {
             env: Vec::new(),
             stdin: Vec::new(),
             stdin_read: 0,
-            output: OutputCapture::new(0),
+            output: OutputCapture::new(0, 0),
             fds: FdTable::new(None),
         }
+    }
+}
+
+impl LinearMemory for wasmer::MemoryView<'_> {
+    fn read(&self, at: u64, buf: &mut [u8]) -> Result<(), OutOfBounds> {
+        wasmer::MemoryView::read(self, at, buf).map_err(|_| OutOfBounds)
+    }
+
+    fn write(&self, at: u64, bytes: &[u8]) -> Result<(), OutOfBounds> {
+        wasmer::MemoryView::write(self, at, bytes).map_err(|_| OutOfBounds)
     }
 }
 

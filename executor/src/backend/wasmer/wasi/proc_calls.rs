@@ -3,16 +3,17 @@
 
 use std::{
     sync::LazyLock,
-    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+    time::{Instant, SystemTime, UNIX_EPOCH},
 };
 
 use rand::RngCore;
 
 use super::{
     Cx,
-    abi::{Errno, WasiResult, clock, event},
+    abi::{Errno, WasiResult, clock},
     fds::Descriptor,
 };
+use crate::backend::poll;
 
 /// The origin of the monotonic clock: the first time any guest asks.
 static MONOTONIC_ORIGIN: LazyLock<Instant> = LazyLock::new(Instant::now);
@@ -111,18 +112,9 @@ pub fn sched_yield(_cx: &mut Cx<'_>) -> WasiResult<()> {
     Ok(())
 }
 
-/// One subscription of `poll_oneoff`.
-struct Subscription {
-    userdata: u64,
-    kind: u8,
-    /// For clocks: when it fires.
-    due: Option<Instant>,
-    /// For descriptors: bytes ready to read (stdin knows; files are always ready).
-    ready_bytes: u64,
-}
-
-/// Sleeps until the earliest clock subscription (never past the activation's deadline); any
-/// descriptor subscription is ready at once, since nothing here ever blocks on I/O.
+/// `poll_oneoff` on the shared implementation (`backend/poll.rs`): clocks are waited for,
+/// never past the deadline (the host-call guard then ends the activation); descriptors are
+/// ready at once, stdin with the bytes it has left.
 pub fn poll_oneoff(
     cx: &mut Cx<'_>,
     deadline: Instant,
@@ -131,77 +123,38 @@ pub fn poll_oneoff(
     count: u32,
     out: u32,
 ) -> WasiResult<()> {
-    if count == 0 || count > 4096 {
+    if count == 0 || count > poll::MAX_SUBSCRIPTIONS {
         return Err(Errno::INVAL);
     }
     let now = Instant::now();
     let mut parsed = Vec::with_capacity(count as usize);
     for i in 0..count {
         let raw = cx.guest.read_bytes(
-            offset(subs, i, event::SUBSCRIPTION_SIZE)?,
-            event::SUBSCRIPTION_SIZE,
+            offset(subs, i, poll::SUBSCRIPTION_SIZE)?,
+            poll::SUBSCRIPTION_SIZE,
         )?;
-        let u64_at = |at: usize| u64::from_le_bytes(raw[at..at + 8].try_into().unwrap_or_default());
-        let userdata = u64_at(0);
-        let kind = raw[8];
-        let sub = match kind {
-            event::CLOCK => {
-                let id = u32::from_le_bytes(raw[16..20].try_into().unwrap_or_default());
-                let timeout = u64_at(24);
-                let flags = u16::from_le_bytes(raw[40..42].try_into().unwrap_or_default());
-                let wait = if flags & event::SUBSCRIPTION_CLOCK_ABSTIME != 0 {
-                    Duration::from_nanos(timeout.saturating_sub(now_ns(id)?))
-                } else {
-                    Duration::from_nanos(timeout)
-                };
-                Subscription {
-                    userdata,
-                    kind,
-                    due: Some(now + wait),
-                    ready_bytes: 0,
-                }
-            }
-            event::FD_READ | event::FD_WRITE => {
-                let fd = u32::from_le_bytes(raw[16..20].try_into().unwrap_or_default());
-                let ready_bytes = match cx.ctx.fds.get(fd)? {
-                    Descriptor::Stdin if kind == event::FD_READ => {
-                        (cx.ctx.stdin.len() - cx.ctx.stdin_read) as u64
-                    }
-                    _ => 0,
-                };
-                Subscription {
-                    userdata,
-                    kind,
-                    due: None,
-                    ready_bytes,
-                }
-            }
-            _ => return Err(Errno::INVAL),
-        };
+        let sub = poll::parse(&raw, now, |id| now_ns(id).ok()).map_err(Errno)?;
+        if sub.due.is_none() {
+            cx.ctx.fds.get(sub.fd)?;
+        }
         parsed.push(sub);
     }
-    let io_ready = parsed.iter().any(|s| s.due.is_none());
-    if !io_ready && let Some(earliest) = parsed.iter().filter_map(|s| s.due).min() {
-        // Past the deadline the host-call guard ends the activation when this returns.
-        let until = earliest.min(deadline);
-        std::thread::sleep(until.saturating_duration_since(Instant::now()));
-    }
-    let fired = Instant::now();
+    let at = match poll::wait(&parsed, deadline) {
+        poll::Waited::At(at) => at,
+        poll::Waited::DeadlineReached => return Ok(()),
+    };
     let mut written = 0u32;
-    for sub in &parsed {
-        let happened = match sub.due {
-            Some(due) => !io_ready && due <= fired,
-            None => true,
+    for sub in parsed.iter().filter(|s| poll::fired(s, &parsed, at)) {
+        let nbytes = match cx.ctx.fds.get(sub.fd) {
+            Ok(Descriptor::Stdin) if sub.kind == poll::FD_READ && sub.due.is_none() => {
+                (cx.ctx.stdin.len() - cx.ctx.stdin_read) as u64
+            }
+            _ => 0,
         };
-        if !happened {
-            continue;
-        }
-        let mut ev = [0u8; event::EVENT_SIZE as usize];
-        ev[0..8].copy_from_slice(&sub.userdata.to_le_bytes());
-        ev[10] = sub.kind;
-        ev[16..24].copy_from_slice(&sub.ready_bytes.to_le_bytes());
-        cx.guest
-            .write_bytes(offset(events, written, event::EVENT_SIZE)?, &ev)?;
+        cx.guest.write_bytes(
+            offset(events, written, poll::EVENT_SIZE)?,
+            &poll::event(sub, nbytes),
+        )?;
         written += 1;
     }
     cx.guest.write_u32(out, written)

@@ -46,8 +46,11 @@ final class ExecutorAdmin(config: WasmExecutorConfig) {
     .version(HttpClient.Version.HTTP_1_1)
     .build()
 
-  private def request(path: String, timeout: FiniteDuration) =
-    HttpRequest.newBuilder(URI.create(config.baseUrl + path)).timeout(JDuration.ofMillis(timeout.toMillis))
+  private def request(path: String, timeout: FiniteDuration) = {
+    val builder = HttpRequest.newBuilder(URI.create(config.baseUrl + path)).timeout(JDuration.ofMillis(timeout.toMillis))
+    config.authToken.foreach(t => builder.header("Authorization", s"Bearer $t"))
+    builder
+  }
 
   private def call(operation: String, req: HttpRequest): (Int, String) =
     try {

@@ -28,7 +28,7 @@ import java.util.concurrent.atomic.AtomicBoolean
 import org.apache.pekko.actor.ActorSystem
 import org.apache.pekko.http.scaladsl.Http
 import org.apache.pekko.http.scaladsl.model._
-import org.apache.pekko.http.scaladsl.model.headers.Accept
+import org.apache.pekko.http.scaladsl.model.headers.{Accept, Authorization, OAuth2BearerToken}
 import org.apache.pekko.http.scaladsl.settings.{ClientConnectionSettings, ConnectionPoolSettings}
 import org.apache.pekko.stream.StreamTcpException
 import org.apache.pekko.stream.scaladsl.{Framing, Sink}
@@ -73,6 +73,10 @@ final class ExecutorClient(val config: WasmExecutorConfig)(implicit system: Acto
 
   private val jsonAccept = Accept(MediaTypes.`application/json`)
 
+  /** Every request carries the executor's token when one is configured. */
+  private val authorization: List[HttpHeader] =
+    config.authToken.map(t => Authorization(OAuth2BearerToken(t))).toList
+
   /** Unbounded answers are not expected from /init; this keeps a broken executor from filling memory. */
   val MaxControlResponseBytes: Long = 1024L * 1024L
 
@@ -102,7 +106,7 @@ final class ExecutorClient(val config: WasmExecutorConfig)(implicit system: Acto
     val retryUntil = (capacityRetryFor min timeout).fromNow
 
     def attempt(pause: FiniteDuration): Future[ExecutorOutcome] = {
-      val request = HttpRequest(HttpMethods.POST, target, headers = List(jsonAccept), entity = entity)
+      val request = HttpRequest(HttpMethods.POST, target, headers = jsonAccept :: authorization, entity = entity)
       val left = if (deadline.hasTimeLeft()) deadline.timeLeft else Duration.Zero
       send(request, left + config.requestSlack, maxResponseBytes, truncationBytes).flatMap {
         case Reschedule(_) if retryUntil.timeLeft > pause =>
@@ -129,7 +133,7 @@ final class ExecutorClient(val config: WasmExecutorConfig)(implicit system: Acto
 
   /** `POST /{id}/destroy`; an unknown container (404) counts as destroyed. */
   def destroy(id: String): Future[Unit] = {
-    val request = HttpRequest(HttpMethods.POST, url(id, "destroy"), headers = List(jsonAccept))
+    val request = HttpRequest(HttpMethods.POST, url(id, "destroy"), headers = jsonAccept :: authorization)
     send(request, config.controlTimeout, MaxControlResponseBytes, MaxControlResponseBytes).flatMap {
       case a: Answered if a.status == 200 || a.status == 404 => Future.successful(())
       case other                                             => Future.failed(ExecutorRequestFailed(s"destroy $id", other))
@@ -141,7 +145,7 @@ final class ExecutorClient(val config: WasmExecutorConfig)(implicit system: Acto
    * Left(Answered(404, …)) means the container is unknown (already gone).
    */
   def pendingLogLines(id: String): Future[Either[ExecutorOutcome, Vector[String]]] = {
-    val request = HttpRequest(HttpMethods.GET, url(id, "logs"))
+    val request = HttpRequest(HttpMethods.GET, url(id, "logs"), headers = authorization)
     val lines: Future[Either[ExecutorOutcome, Vector[String]]] = Http()
       .singleRequest(request, settings = poolSettings)
       .flatMap { response =>
@@ -165,7 +169,7 @@ final class ExecutorClient(val config: WasmExecutorConfig)(implicit system: Acto
 
   /** `GET /health`: the executor's description of itself. */
   def health(): Future[JsObject] = {
-    val request = HttpRequest(HttpMethods.GET, Uri(s"${config.baseUrl}/health"), headers = List(jsonAccept))
+    val request = HttpRequest(HttpMethods.GET, Uri(s"${config.baseUrl}/health"), headers = jsonAccept :: authorization)
     send(request, config.controlTimeout, MaxControlResponseBytes, MaxControlResponseBytes).flatMap {
       case a: Answered if a.ok => Future.fromTry(scala.util.Try(a.body.parseJson.asJsObject))
       case other               => Future.failed(ExecutorRequestFailed("health", other))

@@ -51,6 +51,9 @@ import scala.concurrent.duration._
  *                            over at once; but OpenWhisk re-runs only activations of resumed
  *                            containers there, and drops the others (the client gets a 202 and
  *                            no result), so the default waits for the executor instead.
+ * @param authTokenFile       file holding the executor's bearer token (its --auth-token-file);
+ *                            sent as `Authorization: Bearer …` with every request. Unset: none
+ *                            is sent, for an executor without a token.
  */
 final case class WasmExecutorConfig(url: String = "http://127.0.0.1:9000",
                                     connectTimeout: FiniteDuration = 2.seconds,
@@ -64,7 +67,8 @@ final case class WasmExecutorConfig(url: String = "http://127.0.0.1:9000",
                                     logPollInterval: FiniteDuration = 20.milliseconds,
                                     maxLogLineBytes: Int = 16 * 1024 * 1024,
                                     cleanupTimeout: FiniteDuration = 30.seconds,
-                                    capacityRetryFor: FiniteDuration = 30.seconds) {
+                                    capacityRetryFor: FiniteDuration = 30.seconds,
+                                    authTokenFile: Option[String] = None) {
   require(url.startsWith("http://"), s"whisk.wasm-executor.url must be an http:// URL, got '$url'")
   require(maxConnections > 0, "whisk.wasm-executor.max-connections must be > 0")
   require(
@@ -73,4 +77,11 @@ final case class WasmExecutorConfig(url: String = "http://127.0.0.1:9000",
 
   /** The base URL without a trailing slash. */
   val baseUrl: String = url.stripSuffix("/")
+
+  /** The bearer token, read once when the configuration is loaded. */
+  val authToken: Option[String] = authTokenFile.map { file =>
+    val token = new String(java.nio.file.Files.readAllBytes(java.nio.file.Paths.get(file)), "UTF-8").trim
+    require(token.nonEmpty, s"whisk.wasm-executor.auth-token-file $file is empty")
+    token
+  }
 }

@@ -294,6 +294,33 @@ class ExecutorIntegrationSpec extends AnyFlatSpec with Matchers with BeforeAndAf
     await(client.destroy(id))
   }
 
+  behavior of "an executor with a bearer token"
+
+  it should "serve the client that holds the token, and only it" in {
+    val dir = java.nio.file.Files.createTempDirectory("wasm-token")
+    val tokenFile = dir.resolve("token")
+    java.nio.file.Files.write(tokenFile, "invoker-token-0123456789abcdef\n".getBytes("UTF-8"))
+    java.nio.file.Files.setPosixFilePermissions(
+      tokenFile,
+      java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"))
+    val guarded = TestExecutor.start(Seq("--auth-token-file", tokenFile.toString))
+    try {
+      val withToken = WasmExecutorConfig(url = guarded.url, authTokenFile = Some(tokenFile.toString))
+      val trusted = new ExecutorClient(withToken)
+      val id = newId("echo")
+      await(trusted.init(id, initValue(module("echo"), "echo"), 60.seconds)) shouldBe Answered(200, """{"ok":true}""")
+      answered(await(trusted.run(id, runBody(JsObject("k" -> JsNumber(1))), 60.seconds, MB, MB))).body.parseJson shouldBe
+        JsObject("k" -> JsNumber(1))
+      new ExecutorAdmin(withToken).containers() should contain(id)
+
+      val stranger = new ExecutorClient(WasmExecutorConfig(url = guarded.url))
+      val refused = answered(await(stranger.run(id, runBody(JsObject()), 60.seconds, MB, MB)))
+      refused.status shouldBe 401
+      refused.body should include("bearer token")
+      await(trusted.destroy(id))
+    } finally guarded.stop()
+  }
+
   behavior of "destroy and cleanup"
 
   it should "forget a destroyed container" in {

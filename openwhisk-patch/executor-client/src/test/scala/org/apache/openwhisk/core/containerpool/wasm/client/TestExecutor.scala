@@ -95,16 +95,16 @@ object TestExecutor {
     if (Files.exists(p)) Files.walk(p).iterator().asScala.toSeq.reverse.foreach(Files.deleteIfExists)
 
   /**
-   * Starts an executor with `extraArgs` (added to `--listen` and `--cache-dir`) and waits until
+   * Starts an executor with `extraArgs` (added to `--listen` and a private `--state-dir`) and waits until
    * it answers /health.
    */
   def start(extraArgs: Seq[String] = Seq.empty, startTimeout: FiniteDuration = 60.seconds): Running = {
     val port = freePort()
-    val cacheDir = Files.createTempDirectory("wasm-executor-cache")
+    val cacheDir = Files.createTempDirectory("wasm-executor-state")
     val targetDir = Paths.get("target").toAbsolutePath
     Files.createDirectories(targetDir)
     val logFile = Files.createTempFile(targetDir, "executor-", ".log")
-    val cmd = Seq(binary.toString, "--listen", s"127.0.0.1:$port", "--cache-dir", cacheDir.toString) ++ extraArgs
+    val cmd = Seq(binary.toString, "--listen", s"127.0.0.1:$port", "--state-dir", cacheDir.toString) ++ extraArgs
     val process = new ProcessBuilder(cmd: _*)
       .redirectErrorStream(true)
       .redirectOutput(logFile.toFile)

@@ -1,0 +1,83 @@
+//! `hostile`: does what a tenant trying to escape or exhaust the executor would, one attack per
+//! call, and reports what happened, so the conformance suite can check that the sandbox held.
+//!
+//! - `{"fs": [op, …]}` runs file operations in order and reports each: `{"op": "read", "path"}`,
+//!   `{"op": "write", "path", "content"}`, `{"op": "list", "path"}`, `{"op": "mkdir", "path"}`,
+//!   `{"op": "link", "from", "to"}` (hard link), `{"op": "rename", "from", "to"}`
+//!   → `{"fs": [{"ok": …} | {"errno": n, "error": "…"}, …]}`
+//! - `{"sleep_ms": N}` sleeps in WASI (`poll_oneoff`), not spinning
+//! - `{"log_lines": N, "line_bytes": B}` prints N lines of B bytes on stderr, then the result
+//! - `{"result_bytes": N}` returns a result holding a string of N bytes
+//! - `{"recurse": N}` recurses N frames deep (each holds a 1 KiB buffer)
+
+use std::{fs, hint::black_box, io::Write, time::Duration};
+
+use openwhisk::serde_json::Map;
+use openwhisk::{Error, Value, error, json, params};
+
+/// One file operation's outcome.
+fn outcome(result: std::io::Result<Value>) -> Value {
+    match result {
+        Ok(value) => json!({ "ok": value }),
+        Err(e) => json!({ "errno": e.raw_os_error(), "error": e.to_string() }),
+    }
+}
+
+fn fs_op(op: &Value) -> Result<Value, Error> {
+    let text = |key: &str| params::str_or(op, key, "");
+    let result = match text("op")? {
+        "read" => fs::read(text("path")?).map(|b| json!(String::from_utf8_lossy(&b))),
+        "write" => fs::write(text("path")?, text("content")?).map(|()| json!(true)),
+        "mkdir" => fs::create_dir(text("path")?).map(|()| json!(true)),
+        "list" => fs::read_dir(text("path")?).and_then(|entries| {
+            let mut names = Vec::new();
+            for entry in entries {
+                names.push(entry?.file_name().to_string_lossy().into_owned());
+            }
+            names.sort();
+            Ok(json!(names))
+        }),
+        "link" => fs::hard_link(text("from")?, text("to")?).map(|()| json!(true)),
+        "rename" => fs::rename(text("from")?, text("to")?).map(|()| json!(true)),
+        other => return Err(error!("unknown file operation {other:?}")),
+    };
+    Ok(outcome(result))
+}
+
+/// Recurses `depth` frames, each with a buffer the optimizer cannot drop.
+fn recurse(depth: u64) -> u64 {
+    let buffer = black_box([depth as u8; 1024]);
+    if depth == 0 {
+        return u64::from(buffer[0]);
+    }
+    recurse(depth - 1).wrapping_add(u64::from(black_box(buffer)[1023]))
+}
+
+fn attack(p: Value) -> Result<Value, Error> {
+    if let Some(ops) = p.get("fs").and_then(Value::as_array) {
+        let results: Result<Vec<Value>, Error> = ops.iter().map(fs_op).collect();
+        return Ok(json!({ "fs": results? }));
+    }
+    if let Some(ms) = p.get("sleep_ms").and_then(Value::as_u64) {
+        std::thread::sleep(Duration::from_millis(ms));
+        return Ok(json!({ "slept_ms": ms }));
+    }
+    if let Some(lines) = p.get("log_lines").and_then(Value::as_u64) {
+        let line = "x".repeat(params::u64_or(&p, "line_bytes", 0)? as usize);
+        let mut err = std::io::stderr().lock();
+        for _ in 0..lines {
+            // A guest that ignores write errors, as a flooding one would.
+            let _ = writeln!(err, "{line}");
+        }
+        return Ok(json!({ "logged_lines": lines }));
+    }
+    if let Some(bytes) = p.get("result_bytes").and_then(Value::as_u64) {
+        return Ok(json!({ "big": "r".repeat(bytes as usize) }));
+    }
+    if let Some(depth) = p.get("recurse").and_then(Value::as_u64) {
+        return Ok(json!({ "depth": depth, "sum": recurse(depth) }));
+    }
+    Ok(Value::Object(Map::new()))
+}
+
+openwhisk::main!(attack);

@@ -1,0 +1,11 @@
+//! Hostile tenants and hostile neighbours: action code written to escape or exhaust the
+//! executor, local processes and web pages that talk to its API. Every test ends by checking
+//! what an operator relies on: the executor still answers, and nothing leaked out of the
+//! sandbox or past a limit.
+
+mod api;
+mod grants;
+mod inputs;
+mod resources;
+mod signals;
+mod time;

@@ -1,0 +1,17 @@
+//! Fuzz target: the bytes of an uploaded action (a module, a zip, a signed envelope) after
+//! base64, through the decoding /init does, and the envelope parser on its own.
+
+#![no_main]
+
+use base64::Engine as _;
+use libfuzzer_sys::fuzz_target;
+use wasm_executor_fuzz::decode_action_code;
+
+fuzz_target!(|bytes: &[u8]| {
+    let _ = decode_action_code(&base64::engine::general_purpose::STANDARD.encode(bytes));
+    if let Ok(envelope) = wasm_artifact::Envelope::parse(bytes) {
+        assert!(wasm_artifact::Envelope::is_envelope(bytes));
+        let again = wasm_artifact::Envelope::parse(&envelope.to_bytes()).unwrap();
+        assert_eq!(again.header.payload_sha256, envelope.header.payload_sha256);
+    }
+});

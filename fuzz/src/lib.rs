@@ -1,0 +1,59 @@
+//! The executor's decoders of untrusted input, compiled on their own (from the executor's own
+//! source files) so that the fuzz targets reach them without building a Wasm runtime.
+
+#[path = "../../executor/src/protocol.rs"]
+pub mod protocol;
+
+#[path = "../../executor/src/code.rs"]
+pub mod code;
+
+#[path = "../../executor/src/backend/poll.rs"]
+pub mod poll;
+
+/// wasmer's WASI: the errno type and the guest-memory decoding (its `super::abi`).
+#[path = "../../executor/src/backend/wasmer/wasi/abi.rs"]
+pub mod abi;
+
+#[path = "../../executor/src/backend/wasmer/wasi/guest.rs"]
+pub mod guest;
+
+use code::{CodeError, ModuleCode};
+
+/// The module limit the targets decode with: small, so that inflating zips are cut early.
+pub const MAX_MODULE_BYTES: usize = 1 << 20;
+
+/// The longest error text an action's developer may get back for bad code (a few names and a
+/// reason, never the archive's whole listing or a header's whole text).
+pub const MAX_ERROR_CHARS: usize = 2048;
+
+/// Decodes action code as /init does and checks what holds for every outcome: a module is a
+/// module with its own hash; an envelope survives a round trip; an error is short. Returns the
+/// decoded code for target-specific checks.
+pub fn decode_action_code(code: &str) -> Result<ModuleCode, CodeError> {
+    let decoded = code::decode(code, MAX_MODULE_BYTES);
+    match &decoded {
+        Ok(ModuleCode::Portable { wasm, sha256 }) => {
+            assert!(wasm.starts_with(b"\0asm"), "a portable module is Wasm");
+            assert_eq!(*sha256, wasm_artifact::sha256_hex(wasm));
+            // What the WAMR build checks at /init before WAMR sees the module.
+            let _ = wamr_profile::check_tables(wasm);
+            let _ = wamr_profile::declares_start_function(wasm);
+        }
+        Ok(ModuleCode::Precompiled(envelope)) => {
+            let again = wasm_artifact::Envelope::parse(&envelope.to_bytes())
+                .expect("an envelope that parsed parses again after serialization");
+            assert_eq!(again.payload, envelope.payload);
+            let _ = wamr_profile::unwrap(&wamr_profile::tag("2.4.3"), &envelope.payload);
+        }
+        Err(error) => {
+            let text = error.to_string();
+            assert!(
+                text.chars().count() <= MAX_ERROR_CHARS,
+                "an error answer of {} characters: {}…",
+                text.chars().count(),
+                text.chars().take(200).collect::<String>()
+            );
+        }
+    }
+    decoded
+}
