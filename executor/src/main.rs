@@ -37,6 +37,7 @@ fn main() -> anyhow::Result<()> {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     ignore_stray_signals();
+    return_large_buffers_to_the_kernel();
     let config = Config::parse();
     config.validate().map_err(anyhow::Error::msg)?;
     let trusted_keys = TrustedKeys::load(&config.trusted_keys)?;
@@ -60,6 +61,19 @@ fn ignore_stray_signals() {
     for signal in [libc::SIGUSR1, libc::SIGUSR2] {
         // SAFETY: setting a signal's disposition to SIG_IGN before any thread starts.
         unsafe { libc::signal(signal, libc::SIG_IGN) };
+    }
+}
+
+/// glibc's malloc raises its mmap threshold each time a large block is freed, so that later
+/// large buffers (request bodies, module bytes, results, log captures) are carved out of the
+/// per-thread arenas, which return little to the kernel: with dozens of pool threads the
+/// executor's RSS crept up by a fifth in a ten-minute soak. A fixed threshold keeps every block
+/// of 1 MiB or more in a mapping of its own, unmapped when it is freed.
+fn return_large_buffers_to_the_kernel() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes allocator parameters; called before any other thread exists.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
     }
 }
 
