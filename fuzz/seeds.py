@@ -56,7 +56,7 @@ def envelope(runtime, payload, signature=b""):
 
 
 def wamr_payload(tag, aot):
-    return b"OWWAMRP1" + struct.pack("<H", len(tag)) + tag.encode() + aot
+    return b"OWWAMR01" + struct.pack("<H", len(tag)) + tag.encode() + aot
 
 
 CODES = {

@@ -211,7 +211,7 @@ pub fn run(args: &SoakArgs) -> anyhow::Result<()> {
             let _quiet = barrier.write().unwrap();
             let sample = Sample {
                 at: started.elapsed(),
-                rss_kib: rss_kib(pid)?,
+                rss_kib: crate::footprint::rss_bytes(pid).context("the executor's RSS")? / 1024,
                 fds: open_fds(pid)?,
             };
             let answer = health.get("/health")?;
@@ -543,15 +543,6 @@ fn raw(addr: std::net::SocketAddr, request: &str) -> anyhow::Result<u16> {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .with_context(|| format!("no status in {answer:?}"))
-}
-
-fn rss_kib(pid: u32) -> anyhow::Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .context("VmRSS in /proc/PID/status")
 }
 
 fn open_fds(pid: u32) -> anyhow::Result<u64> {
