@@ -70,6 +70,8 @@ CODES = {
     "zip-envelope": zipped([("main.wasm", envelope("wasmtime", b"payload"))]),
     "elf": b"\x7fELF\x02\x01\x01" + bytes(9),
     "text": b"(module)",
+    "wat": b';; WebAssembly text\n(module (memory 1) (func (export "_start")))\n',
+    "wasm-as-text": MODULE.decode("utf-8", errors="replace").encode(),
 }
 
 
@@ -92,6 +94,8 @@ def main():
         "code": b64(CODES["zip"]).decode(), "annotations": {"net_access": 1}}}).encode())
     write("request_body", "init-envelope", json.dumps({"value": {
         "code": b64(CODES["envelope"]).decode()}}).encode())
+    write("request_body", "init-text", json.dumps({"value": {
+        "binary": False, "code": CODES["wat"].decode()}}).encode())
     write("request_body", "run", json.dumps({
         "value": {"n": 1, "s": "x"}, "namespace": "guest", "action_name": "a",
         "activation_id": "abc", "deadline": "1700000060000", "api_key": "k"}).encode())

@@ -56,6 +56,20 @@ timed "OpenWhisk patch: executor client against the real executor" \
 
 timed "benchmark harness (quick mode, so it cannot rot)" eval/first-measurements.sh --quick
 
+step "JMeter against real OpenWhisk: the committed summary recomputed from its records; run.sh refuses a missing API"
+ow_scratch="$(mktemp -d)"
+cp -r eval/results/openwhisk/. "$ow_scratch"
+rm "$ow_scratch/summary.json" "$ow_scratch/summary.md"
+python3 eval/openwhisk/owtool.py summarize --results "$ow_scratch" >/dev/null
+cmp eval/results/openwhisk/summary.md "$ow_scratch/summary.md"
+if eval/openwhisk/run.sh --wasm-api http://127.0.0.1:9 --platforms wasm >"$ow_scratch/refused.log" 2>&1 ||
+    ! grep -q "no OpenWhisk API at http://127.0.0.1:9" "$ow_scratch/refused.log"; then
+    cat "$ow_scratch/refused.log" >&2
+    echo "test.sh: eval/openwhisk/run.sh did not refuse an unreachable API" >&2
+    exit 1
+fi
+rm -rf "$ow_scratch"
+
 timed "wasmer backend (LLVM and headless builds): lints, unit tests, conformance suite, wasmer tests, measurements" \
     scripts/wasmer.sh test
 

@@ -28,6 +28,9 @@ use crate::{
 
 type AppState = Arc<Executor>;
 
+/// Carries the executor's instance id on every answer (see `GET /health`).
+pub const INSTANCE_HEADER: &str = "wasm-executor-instance";
+
 /// What every request passes before its route: the guard, then the body budget.
 pub struct Gate {
     pub guard: ApiGuard,
@@ -70,6 +73,9 @@ impl Gate {
 
 pub fn router(executor: AppState, gate: Gate) -> Router {
     let max_body_bytes = gate.max_body_bytes;
+    let instance = HeaderValue::from_str(executor.instance())
+        .expect("an instance id is hex, which is a valid header value");
+    let gate_state = (Arc::new(gate), Arc::clone(&executor));
     Router::new()
         .route("/health", get(health))
         .route("/metrics", get(metrics))
@@ -86,13 +92,24 @@ pub fn router(executor: AppState, gate: Gate) -> Router {
             )
         })
         .layer(DefaultBodyLimit::max(max_body_bytes))
-        .layer(middleware::from_fn_with_state(Arc::new(gate), gated))
+        .layer(middleware::from_fn_with_state(gate_state, gated))
+        .layer(middleware::map_response(move |mut response: Response| {
+            let instance = instance.clone();
+            async move {
+                response.headers_mut().insert(INSTANCE_HEADER, instance);
+                response
+            }
+        }))
         .with_state(executor)
 }
 
 /// Lets a request through to its route when [`ApiGuard`] accepts it and its body fits in
 /// what may be held at once; the body's share is held until the answer is made.
-async fn gated(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
+async fn gated(
+    State((gate, executor)): State<(Arc<Gate>, AppState)>,
+    request: Request,
+    next: Next,
+) -> Response {
     if let Err(Refusal(status, message)) =
         gate.guard
             .check(request.method(), request.uri().path(), request.headers())
@@ -111,11 +128,14 @@ async fn gated(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> R
     }
     match Arc::clone(&gate.bodies).try_acquire_many_owned(kib) {
         Ok(_held) => next.run(request).await,
-        Err(_) => ApiError(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the executor holds as many request bodies as it may; retry elsewhere".into(),
-        )
-        .into_response(),
+        Err(_) => {
+            executor.metrics.rejected();
+            ApiError(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the executor holds as many request bodies as it may; retry elsewhere".into(),
+            )
+            .into_response()
+        }
     }
 }
 
@@ -224,6 +244,7 @@ async fn containers(State(executor): State<AppState>) -> Json<serde_json::Value>
 async fn health(State(executor): State<AppState>) -> Json<serde_json::Value> {
     Json(json!({
         "status": "ok",
+        "instance": executor.instance(),
         "runtime": executor.runtime_name(),
         "runtime_version": executor.runtime_version(),
         "target": executor.target(),

@@ -1,6 +1,6 @@
 //! Turns the `code` of an /init into one module: base64 of a zip holding one module, or of a
-//! bare module; the module is portable Wasm or one of our signed artifacts. Everything else is
-//! refused with an error that says what was found.
+//! bare module, or WebAssembly text; the module is portable Wasm or one of our signed
+//! artifacts. Everything else is refused with an error that says what was found and what to do.
 
 use std::io::Read;
 
@@ -19,6 +19,11 @@ const WASMER_ARTIFACT_MAGIC: &[u8] = b"wasmer-universal";
 const MAX_ZIP_ENTRIES: usize = 1000;
 /// Names listed in an error about a zip's contents; the rest are counted.
 const NAMES_SHOWN: usize = 10;
+/// Characters of a WebAssembly text compiler's message passed on (it quotes the source line).
+const TEXT_ERROR_CHARS: usize = 600;
+/// What a user whose code arrived in the wrong form should do instead.
+const ZIP_IT: &str = "zip the module and create the action from the zip: \
+    `zip NAME.zip NAME.wasm && wsk action create NAME NAME.zip --kind wasm:0.1`";
 
 /// The module an /init carries, before the backend prepares it.
 #[derive(Debug)]
@@ -35,6 +40,19 @@ pub enum CodeError {
     Base64(base64::DecodeError),
     #[error("action code is empty")]
     Empty,
+    #[error(
+        "the action's code arrived as text, not base64: a binary .wasm file was sent as a string \
+         (what `wsk action create NAME NAME.wasm` does, as wsk sends only .zip and .jar files as \
+         binary), and its bytes that are not UTF-8 were lost on the way; {ZIP_IT}"
+    )]
+    BinarySentAsText,
+    #[error(
+        "the action's code is text (binary: false) but not WebAssembly text, which starts with \
+         `(module`; {ZIP_IT}, or upload the module's WebAssembly text (.wat)"
+    )]
+    NotWebAssemblyText,
+    #[error("the WebAssembly text does not compile: {0}")]
+    WebAssemblyText(String),
     #[error("action code is not a valid zip archive: {0}")]
     Zip(String),
     #[error("the zip archive holds no WebAssembly module (found: {0})")]
@@ -53,8 +71,22 @@ pub enum CodeError {
     Envelope(#[from] EnvelopeError),
 }
 
-/// Decodes `code` (base64) into one module, reading at most `max_module_bytes` from a zip entry.
-pub fn decode(code: &str, max_module_bytes: usize) -> Result<ModuleCode, CodeError> {
+/// Decodes `code` into one module, reading at most `max_module_bytes` from a zip entry.
+/// `binary` is the /init's flag: OpenWhisk sets it false when the code is not base64, i.e. text.
+pub fn decode(
+    code: &str,
+    binary: Option<bool>,
+    max_module_bytes: usize,
+) -> Result<ModuleCode, CodeError> {
+    if is_webassembly_text(code) {
+        return compile_text(code, max_module_bytes);
+    }
+    if looks_like_binary_sent_as_text(code) {
+        return Err(CodeError::BinarySentAsText);
+    }
+    if binary == Some(false) {
+        return Err(CodeError::NotWebAssemblyText);
+    }
     let compact: Vec<u8> = code.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(&compact)
@@ -68,6 +100,44 @@ pub fn decode(code: &str, max_module_bytes: usize) -> Result<ModuleCode, CodeErr
         bytes
     };
     classify(module)
+}
+
+/// WebAssembly text starts with a module form or a comment; base64 has neither `(` nor `;`.
+fn is_webassembly_text(code: &str) -> bool {
+    let start = code.trim_start();
+    start.starts_with('(') || start.starts_with(";;")
+}
+
+/// A binary file read as a string: Wasm's magic with its NUL, other control bytes, or the
+/// replacement character a JSON encoder puts where bytes were not UTF-8. Base64 has none.
+fn looks_like_binary_sent_as_text(code: &str) -> bool {
+    code.chars()
+        .take(4096)
+        .any(|c| c == '\u{FFFD}' || (c.is_control() && !c.is_ascii_whitespace()))
+}
+
+fn compile_text(text: &str, max_module_bytes: usize) -> Result<ModuleCode, CodeError> {
+    let too_large = CodeError::TooLarge {
+        limit_mb: max_module_bytes >> 20,
+    };
+    if text.len() > max_module_bytes {
+        return Err(too_large);
+    }
+    let wasm = wat::parse_str(text).map_err(|e| {
+        let message = e.to_string();
+        CodeError::WebAssemblyText(if message.chars().count() > TEXT_ERROR_CHARS {
+            format!(
+                "{}…",
+                message.chars().take(TEXT_ERROR_CHARS).collect::<String>()
+            )
+        } else {
+            message
+        })
+    })?;
+    if wasm.len() > max_module_bytes {
+        return Err(too_large);
+    }
+    classify(wasm)
 }
 
 fn classify(bytes: Vec<u8>) -> Result<ModuleCode, CodeError> {
@@ -93,7 +163,7 @@ fn describe_foreign(bytes: &[u8]) -> String {
     } else if bytes.starts_with(WAMR_AOT_MAGIC) {
         "the code is a bare WAMR AOT file without our envelope; precompile it with wasm-precompile --runtime wamr".into()
     } else if bytes.starts_with(b"(module") || bytes.starts_with(b"(component") {
-        "the code is WebAssembly text; compile it to a binary .wasm first".into()
+        "the code is base64 of WebAssembly text; send the text itself, or compile it to a binary .wasm".into()
     } else {
         let head: String = bytes.iter().take(8).map(|b| format!("{b:02x}")).collect();
         format!(
@@ -217,12 +287,12 @@ mod tests {
     fn bare_and_zipped_modules_decode() {
         let wasm = b"\0asm\x01\0\0\0";
         assert!(matches!(
-            decode(&b64(wasm), LIMIT),
+            decode(&b64(wasm), None, LIMIT),
             Ok(ModuleCode::Portable { .. })
         ));
         let zipped = zip_of(&[("README", b"hi"), ("action.wasm", wasm)]);
         assert!(matches!(
-            decode(&b64(&zipped), LIMIT),
+            decode(&b64(&zipped), None, LIMIT),
             Ok(ModuleCode::Portable { .. })
         ));
         // base64 split over lines, as some tools write it
@@ -231,7 +301,7 @@ mod tests {
             .map(|c| format!("{c}\n"))
             .collect::<String>();
         assert!(matches!(
-            decode(&wrapped, LIMIT),
+            decode(&wrapped, None, LIMIT),
             Ok(ModuleCode::Portable { .. })
         ));
     }
@@ -239,12 +309,12 @@ mod tests {
     #[test]
     fn bad_code_is_refused_with_a_reason() {
         assert!(matches!(
-            decode("not base64!!", LIMIT),
+            decode("not base64!!", None, LIMIT),
             Err(CodeError::Base64(_))
         ));
-        assert!(matches!(decode("", LIMIT), Err(CodeError::Empty)));
+        assert!(matches!(decode("", None, LIMIT), Err(CodeError::Empty)));
         assert!(matches!(
-            decode(&b64(b"PK\x03\x04garbage"), LIMIT),
+            decode(&b64(b"PK\x03\x04garbage"), None, LIMIT),
             Err(CodeError::Zip(_))
         ));
         let two = zip_of(&[
@@ -252,21 +322,23 @@ mod tests {
             ("b.wasm", b"\0asm\x01\0\0\0"),
         ]);
         assert!(matches!(
-            decode(&b64(&two), LIMIT),
+            decode(&b64(&two), None, LIMIT),
             Err(CodeError::SeveralModules { count: 2, .. })
         ));
         let none = zip_of(&[("main.py", b"print(1)")]);
-        let err = decode(&b64(&none), LIMIT).unwrap_err().to_string();
+        let err = decode(&b64(&none), None, LIMIT).unwrap_err().to_string();
         assert!(err.contains("main.py"), "{err}");
-        let elf = decode(&b64(b"\x7fELF\x02\x01\x01"), LIMIT)
+        let elf = decode(&b64(b"\x7fELF\x02\x01\x01"), None, LIMIT)
             .unwrap_err()
             .to_string();
         assert!(elf.contains("ELF"), "{elf}");
-        let wasmer = decode(&b64(b"wasmer-universal\0\0\0\0"), LIMIT)
+        let wasmer = decode(&b64(b"wasmer-universal\0\0\0\0"), None, LIMIT)
             .unwrap_err()
             .to_string();
         assert!(wasmer.contains("bare wasmer artifact"), "{wasmer}");
-        let text = decode(&b64(b"hello world"), LIMIT).unwrap_err().to_string();
+        let text = decode(&b64(b"hello world"), None, LIMIT)
+            .unwrap_err()
+            .to_string();
         assert!(text.contains("not a WebAssembly module"), "{text}");
     }
 
@@ -275,10 +347,10 @@ mod tests {
         let names: Vec<String> = (0..1001).map(|i| format!("file-{i}.txt")).collect();
         let entries: Vec<(&str, &[u8])> = names.iter().map(|n| (n.as_str(), &b"x"[..])).collect();
         let crowded = zip_of(&entries);
-        let err = decode(&b64(&crowded), LIMIT).unwrap_err().to_string();
+        let err = decode(&b64(&crowded), None, LIMIT).unwrap_err().to_string();
         assert!(err.contains("1001 entries"), "{err}");
         let some = zip_of(&entries[..50]);
-        let err = decode(&b64(&some), LIMIT).unwrap_err().to_string();
+        let err = decode(&b64(&some), None, LIMIT).unwrap_err().to_string();
         assert!(err.contains("file-9.txt, and 40 more"), "{err}");
         assert!(err.len() < 300, "{err}");
     }
@@ -289,7 +361,49 @@ mod tests {
         big.resize(LIMIT + 10, 0);
         let zipped = zip_of(&[("big.wasm", &big)]);
         assert!(matches!(
-            decode(&b64(&zipped), LIMIT),
+            decode(&b64(&zipped), None, LIMIT),
+            Err(CodeError::TooLarge { .. })
+        ));
+    }
+
+    #[test]
+    fn text_is_webassembly_text_or_a_clear_refusal() {
+        let module = r#";; a comment first
+            (module (func (export "main")))"#;
+        for binary in [Some(false), Some(true), None] {
+            assert!(
+                matches!(
+                    decode(module, binary, LIMIT),
+                    Ok(ModuleCode::Portable { .. })
+                ),
+                "{binary:?}"
+            );
+        }
+        let broken = decode(
+            "(module (func (export \"main\") (i32.bogus)))",
+            Some(false),
+            LIMIT,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            broken.starts_with("the WebAssembly text does not compile"),
+            "{broken}"
+        );
+        // What wsk sends for a bare .wasm: the file as a string, its non-UTF-8 bytes replaced.
+        let mangled = "\0asm\u{1}\0\0\0\u{1}\u{FFFD}\u{FFFD}`\0\u{1}";
+        for binary in [Some(false), None] {
+            let err = decode(mangled, binary, LIMIT).unwrap_err();
+            assert!(matches!(err, CodeError::BinarySentAsText), "{err}");
+            assert!(err.to_string().contains("zip NAME.zip NAME.wasm"), "{err}");
+        }
+        let script = decode("function main(a) { return a }", Some(false), LIMIT).unwrap_err();
+        assert!(matches!(script, CodeError::NotWebAssemblyText), "{script}");
+        let mut huge = String::from("(module");
+        huge.push_str(&" ".repeat(LIMIT));
+        huge.push(')');
+        assert!(matches!(
+            decode(&huge, Some(false), LIMIT),
             Err(CodeError::TooLarge { .. })
         ));
     }

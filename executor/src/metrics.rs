@@ -78,7 +78,7 @@ impl Default for Metrics {
         );
         registry.register(
             "rejected",
-            "Requests refused with 503 because the pool was full",
+            "Requests refused with 503 at capacity (pool slots, containers or request bodies), before anything ran",
             rejected.clone(),
         );
         Metrics {

@@ -1,6 +1,6 @@
 //! OpenWhisk's /init and /run bodies as the invoker (and the WasmContainerFactory) send them.
-//! Fields the executor does not use (`binary`, `limits.concurrency`, …) are accepted and ignored:
-//! code is always base64, and every run is isolated whatever the concurrency.
+//! Fields the executor does not use (`limits.concurrency`, …) are accepted and ignored: every
+//! run is isolated whatever the concurrency.
 
 use std::collections::BTreeMap;
 
@@ -20,6 +20,9 @@ pub struct InitValue {
     pub main: Option<String>,
     #[serde(default)]
     pub code: Option<String>,
+    /// OpenWhisk's controller sets it true exactly when `code` is base64; false means text.
+    #[serde(default)]
+    pub binary: Option<bool>,
     /// All values are strings in OpenWhisk; other JSON values are passed as their JSON text.
     #[serde(default)]
     pub env: Option<BTreeMap<String, Value>>,

@@ -84,6 +84,9 @@ pub struct Executor {
     trusted_keys: TrustedKeys,
     net: Arc<HttpGetter>,
     target: String,
+    /// Names this process: it differs after every restart, so a client that sees it change
+    /// knows that the containers it initialized are gone.
+    instance: String,
     pub metrics: Metrics,
 }
 
@@ -124,6 +127,7 @@ impl Executor {
             trusted_keys,
             net,
             target: host_target(),
+            instance: new_instance_id()?,
             metrics: Metrics::default(),
         })
     }
@@ -142,6 +146,10 @@ impl Executor {
 
     pub fn target(&self) -> &str {
         &self.target
+    }
+
+    pub fn instance(&self) -> &str {
+        &self.instance
     }
 
     pub fn container_ids(&self) -> Vec<String> {
@@ -164,7 +172,11 @@ impl Executor {
     ) -> Result<(), ServiceError> {
         let started = Instant::now();
         let result = self.init_inner(id, request).await;
-        self.metrics.init(result.is_ok(), started.elapsed());
+        match &result {
+            // Turned away before anything was tried: OpenWhisk runs it elsewhere.
+            Err(ServiceError::Overloaded(_)) => self.metrics.rejected(),
+            other => self.metrics.init(other.is_ok(), started.elapsed()),
+        }
         match &result {
             Ok(()) => tracing::info!(
                 container = id,
@@ -182,6 +194,7 @@ impl Executor {
         request: InitRequest,
     ) -> Result<(), ServiceError> {
         let value = request.value.unwrap_or_default();
+        let binary = value.binary;
         let code = value
             .code
             .filter(|c| !c.trim().is_empty())
@@ -231,7 +244,7 @@ impl Executor {
         let max_init = Duration::from_millis(self.config.max_init_ms);
         let preparing = self
             .pool
-            .run(move || this.prepare(&code, max_module_bytes, &spec))
+            .run(move || this.prepare(&code, binary, max_module_bytes, &spec))
             .instrument(tracing::info_span!("init", container = id));
         let module = tokio::time::timeout(max_init, preparing)
             .await
@@ -300,11 +313,12 @@ impl Executor {
     fn prepare(
         &self,
         code: &str,
+        binary: Option<bool>,
         max_module_bytes: usize,
         spec: &ModuleSpec,
     ) -> Result<<ActiveBackend as Backend>::Module, ServiceError> {
         let init_failed = |e: &dyn std::fmt::Display| ServiceError::InitFailed(e.to_string());
-        let module = code::decode(code, max_module_bytes).map_err(|e| init_failed(&e))?;
+        let module = code::decode(code, binary, max_module_bytes).map_err(|e| init_failed(&e))?;
         let input = match &module {
             ModuleCode::Portable { wasm, sha256 } => PrepareInput::Portable { wasm, sha256 },
             ModuleCode::Precompiled(envelope) => {
@@ -441,6 +455,14 @@ impl Executor {
             ))),
         }
     }
+}
+
+/// 128 random bits in hex.
+fn new_instance_id() -> anyhow::Result<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::getrandom(&mut bytes)
+        .map_err(|e| anyhow::anyhow!("no randomness for the instance id: {e}"))?;
+    Ok(hex::encode(bytes))
 }
 
 fn now_epoch_ms() -> u64 {

@@ -1,5 +1,6 @@
 //! Fuzz target: the bytes of an uploaded action (a module, a zip, a signed envelope) after
-//! base64, through the decoding /init does, and the envelope parser on its own.
+//! base64, through the decoding /init does, and the envelope parser on its own; the same bytes
+//! as text code (WebAssembly text, or a binary file sent as a string).
 
 #![no_main]
 
@@ -8,7 +9,13 @@ use libfuzzer_sys::fuzz_target;
 use wasm_executor_fuzz::decode_action_code;
 
 fuzz_target!(|bytes: &[u8]| {
-    let _ = decode_action_code(&base64::engine::general_purpose::STANDARD.encode(bytes));
+    let _ = decode_action_code(
+        &base64::engine::general_purpose::STANDARD.encode(bytes),
+        Some(true),
+    );
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        let _ = decode_action_code(text, Some(false));
+    }
     if let Ok(envelope) = wasm_artifact::Envelope::parse(bytes) {
         assert!(wasm_artifact::Envelope::is_envelope(bytes));
         let again = wasm_artifact::Envelope::parse(&envelope.to_bytes()).unwrap();

@@ -29,8 +29,8 @@ pub const MAX_ERROR_CHARS: usize = 2048;
 /// Decodes action code as /init does and checks what holds for every outcome: a module is a
 /// module with its own hash; an envelope survives a round trip; an error is short. Returns the
 /// decoded code for target-specific checks.
-pub fn decode_action_code(code: &str) -> Result<ModuleCode, CodeError> {
-    let decoded = code::decode(code, MAX_MODULE_BYTES);
+pub fn decode_action_code(code: &str, binary: Option<bool>) -> Result<ModuleCode, CodeError> {
+    let decoded = code::decode(code, binary, MAX_MODULE_BYTES);
     match &decoded {
         Ok(ModuleCode::Portable { wasm, sha256 }) => {
             assert!(wasm.starts_with(b"\0asm"), "a portable module is Wasm");

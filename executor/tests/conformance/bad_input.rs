@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::harness::{Executor, action, b64, zip_of};
+use crate::harness::{Executor, action, b64, printing_module_text, zip_of};
 
 #[test]
 fn malformed_bodies_are_400_with_a_json_error() {
@@ -55,6 +55,38 @@ fn bad_code_is_refused_with_what_was_found() {
         ex.run(id, json!({})).expect(404);
     }
     ex.init_code("good", &wasm, json!({})).expect(200);
+}
+
+#[test]
+fn code_sent_as_text_is_webassembly_text_or_a_request_to_zip_it() {
+    let ex = Executor::start();
+    // What OpenWhisk's controller sends for `wsk action create hello hello.wat`: the text, and
+    // `binary: false` since it is not base64.
+    let wat = printing_module_text(r#"{"hello": "text"}"#, "");
+    ex.init("wat", json!({"name": "wat", "binary": false, "code": wat}))
+        .expect(200);
+    assert_eq!(
+        ex.run("wat", json!({})).expect(200).json(),
+        json!({"hello": "text"})
+    );
+    // What it sends for `wsk action create add add.wasm`: the binary file as a string, whose
+    // bytes that are not UTF-8 became U+FFFD on the way.
+    let mangled = String::from_utf8_lossy(&action("add")).into_owned();
+    let r = ex.init(
+        "bare",
+        json!({"name": "bare", "binary": false, "code": mangled}),
+    );
+    let error = r.expect(502).error();
+    assert!(error.contains("sent as a string"), "{error}");
+    assert!(error.contains("zip NAME.zip NAME.wasm"), "{error}");
+    let r = ex.init("js", json!({"binary": false, "code": "function main() {}"}));
+    assert!(r.expect(502).error().contains("not WebAssembly text"));
+    let r = ex.init(
+        "badwat",
+        json!({"binary": false, "code": "(module (func (i32.bogus)))"}),
+    );
+    assert!(r.expect(502).error().contains("does not compile"));
+    ex.run("bare", json!({})).expect(404);
 }
 
 #[test]

@@ -509,11 +509,16 @@ pub fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
 /// A WASI command written in WAT whose `_start` prints `text` and a newline on stdout;
 /// `extra` is spliced into the module (more functions, globals, exports).
 pub fn printing_module(text: &str, extra: &str) -> Vec<u8> {
+    wat::parse_str(printing_module_text(text, extra)).expect("valid WAT fixture")
+}
+
+/// The WebAssembly text of [`printing_module`].
+pub fn printing_module_text(text: &str, extra: &str) -> String {
     let escaped: String = format!("{text}\n")
         .bytes()
         .map(|b| format!("\\{b:02x}"))
         .collect();
-    let wat = format!(
+    format!(
         r#"(module
   (import "wasi_snapshot_preview1" "fd_write" (func $fd_write (param i32 i32 i32 i32) (result i32)))
   (memory (export "memory") 1)
@@ -526,8 +531,7 @@ pub fn printing_module(text: &str, extra: &str) -> Vec<u8> {
   {extra}
 )"#,
         len = text.len() + 1
-    );
-    wat::parse_str(&wat).expect("valid WAT fixture")
+    )
 }
 
 /// The epoch-ms deadline `ms` from now, as OpenWhisk sends it (a string).

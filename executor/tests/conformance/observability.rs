@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::harness::{BUILD_RUNTIME, Executor};
+use crate::harness::{BUILD_RUNTIME, Executor, action};
 
 #[test]
 fn health_names_the_runtime() {
@@ -16,6 +16,50 @@ fn health_names_the_runtime() {
         .locked_version();
     assert_eq!(health["runtime_version"], locked, "{health}");
     assert_eq!(health["target"], wasm_artifact::host_target(), "{health}");
+}
+
+#[test]
+fn every_answer_names_the_executor_instance_and_a_restart_changes_it() {
+    let first = Executor::start();
+    let instance = first.get("/health").expect(200).json()["instance"]
+        .as_str()
+        .expect("/health names the instance")
+        .to_owned();
+    assert!(
+        instance.len() == 32 && instance.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{instance}"
+    );
+    for answer in [
+        first.get("/health"),
+        first.run("ghost", json!({})),
+        first.post("/x/init", "{"),
+        first.get("/metrics"),
+    ] {
+        assert_eq!(
+            answer.header("wasm-executor-instance"),
+            Some(instance.as_str()),
+            "status {}",
+            answer.status
+        );
+    }
+    let second = Executor::start();
+    let other = second.get("/health").json()["instance"].clone();
+    assert_ne!(other, json!(instance), "two processes, one instance id");
+}
+
+#[test]
+fn refusals_at_capacity_count_as_rejected_not_as_failed_inits() {
+    let ex = Executor::start_with(&["--max-containers", "1"]);
+    ex.init_action("a", "add");
+    let r = ex.init_code("b", &action("add"), json!({}));
+    assert!(r.expect(503).error().contains("maximum"), "{}", r.text());
+    let text = ex.get("/metrics").expect(200).text();
+    assert!(text.contains("wasm_executor_rejected_total 1"), "{text}");
+    assert!(
+        text.contains(r#"wasm_executor_inits_total{outcome="ok"} 1"#),
+        "{text}"
+    );
+    assert!(!text.contains(r#"outcome="error""#), "{text}");
 }
 
 #[test]

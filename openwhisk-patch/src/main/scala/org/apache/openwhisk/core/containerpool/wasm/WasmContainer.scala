@@ -35,16 +35,32 @@ import org.apache.openwhisk.core.containerpool._
 import org.apache.openwhisk.core.containerpool.wasm.client._
 import org.apache.openwhisk.core.entity.ActivationResponse.{ContainerResponse, NoResponseReceived, Timeout}
 import org.apache.openwhisk.core.entity.size._
-import org.apache.openwhisk.core.entity.{ActivationResponse, ByteSize, ExecutableWhiskAction, WhiskAction}
+import org.apache.openwhisk.core.entity.{
+  ActivationResponse,
+  ByteSize,
+  EntityName,
+  ExecutableWhiskAction,
+  FullyQualifiedEntityName,
+  LogLimit,
+  Parameters,
+  WhiskAction
+}
 import org.apache.openwhisk.http.Messages
 import spray.json._
 
 import scala.concurrent.duration._
 import scala.concurrent.{ExecutionContext, Future}
+import scala.util.Try
 import scala.util.control.NonFatal
 
 /** The executor could not be reached; reported to the user as a system (whisk) error, not theirs. */
 final case class WasmExecutorUnreachable(message: String) extends Exception(message)
+
+/**
+ * The executor no longer holds the container (it restarted, or the container was removed):
+ * OpenWhisk reschedules the activation where it can, else it is a system (whisk) error.
+ */
+final case class WasmContainerLost(message: String) extends Exception(message)
 
 /**
  * @param id          the container's id in the executor (see ContainerIds)
@@ -55,6 +71,7 @@ final case class WasmExecutorUnreachable(message: String) extends Exception(mess
  *                    (used when `initialize` is not given the action, as on the scheduler path)
  * @param baseEnv     environment a Docker runtime would get at start (`__OW_API_HOST`, operator extras)
  * @param capacityRetryFor how long to keep sending /init or /run while the executor answers 503
+ * @param lookupAction finds an action by name, for an /init that OpenWhisk sends without the action
  */
 class WasmContainer(protected val id: ContainerId,
                     protected[core] val addr: ContainerAddress,
@@ -62,12 +79,17 @@ class WasmContainer(protected val id: ContainerId,
                     memory: ByteSize,
                     createdFor: Option[ExecutableWhiskAction],
                     baseEnv: Map[String, String],
-                    capacityRetryFor: FiniteDuration)(implicit override protected val as: ActorSystem,
+                    capacityRetryFor: FiniteDuration,
+                    lookupAction: (FullyQualifiedEntityName, TransactionId) => Future[WhiskAction])(
+  implicit override protected val as: ActorSystem,
                                                       protected val ec: ExecutionContext,
                                                       protected val logging: Logging)
     extends Container {
 
   private val logReader = executor.logReader(id.asString)
+
+  /** The executor instance that answered this container's /init (None before it). */
+  @volatile private var initializedBy: Option[String] = None
 
   /** Nothing to pause: a Wasm container uses no CPU between activations. */
   override def suspend()(implicit transid: TransactionId): Future[Unit] = Future.successful(())
@@ -87,17 +109,44 @@ class WasmContainer(protected val id: ContainerId,
                           timeout: FiniteDuration,
                           maxConcurrent: Int,
                           entity: Option[WhiskAction] = None)(implicit transid: TransactionId): Future[Interval] = {
-    val (annotations, logLimit) = entity
-      .map(e => (e.annotations, e.limits.logs))
-      .orElse(createdFor.map(a => (a.annotations, a.limits.logs)))
-      .map { case (a, l) => (Some(a.toJsObject), Some(l.megabytes.toLong)) }
-      .getOrElse((None, None))
-    val limits = InitLimits(memory.toMB, timeout, maxConcurrent, logLimit)
-    val value = InitBody.enrich(initializer, annotations, limits, baseEnv)
     val started = Instant.now
-    super.initialize(value, timeout, maxConcurrent, entity).recoverWith {
-      case WasmExecutorUnreachable(message) =>
-        Future.failed(InitializationError(Interval(started, Instant.now), ActivationResponse.whiskError(message)))
+    def failed(message: String) =
+      Future.failed(InitializationError(Interval(started, Instant.now), ActivationResponse.whiskError(message)))
+    describeAction(initializer, entity).flatMap {
+      case Left(message) => failed(message)
+      case Right(described) =>
+        val limits = InitLimits(memory.toMB, timeout, maxConcurrent, described.map(_._2))
+        val value = InitBody.enrich(initializer, described.map(_._1), limits, baseEnv)
+        super.initialize(value, timeout, maxConcurrent, entity).recoverWith {
+          case WasmExecutorUnreachable(message) => failed(message)
+        }
+    }
+  }
+
+  /**
+   * The action's annotations and log limit (MB) for /init. OpenWhisk's ContainerPool path passes
+   * the action to `createContainer` and `initialize`; the scheduler path passes it to neither, so
+   * there it is looked up by the `__OW_ACTION_NAME` of the init's environment. Right(None): no
+   * name to look up (the executor's defaults apply); Left: the lookup failed, and running the
+   * action without the grants its annotations ask for would fail in confusing ways.
+   */
+  private def describeAction(initializer: JsObject, entity: Option[WhiskAction])(
+    implicit transid: TransactionId): Future[Either[String, Option[(JsObject, Long)]]] = {
+    def described(annotations: Parameters, logs: LogLimit) = (annotations.toJsObject, logs.megabytes.toLong)
+    val passed = entity
+      .map(e => described(e.annotations, e.limits.logs))
+      .orElse(createdFor.map(a => described(a.annotations, a.limits.logs)))
+    (passed, WasmContainer.actionName(initializer)) match {
+      case (Some(known), _) => Future.successful(Right(Some(known)))
+      case (None, None)     => Future.successful(Right(None))
+      case (None, Some(name)) =>
+        lookupAction(name, transid)
+          .map(action => Right(Some(described(action.annotations, action.limits.logs))))
+          .recover {
+            case NonFatal(t) =>
+              logging.error(this, s"could not look up action $name for its annotations and log limit: $t")
+              Left(s"The annotations and limits of action $name could not be read: ${t.getMessage}")
+          }
     }
   }
 
@@ -110,9 +159,17 @@ class WasmContainer(protected val id: ContainerId,
                    reschedule: Boolean)(implicit transid: TransactionId): Future[(Interval, ActivationResponse)] = {
     val started = Instant.now
     super.run(parameters, environment, timeout, maxConcurrent, maxResponse, truncation, reschedule).recoverWith {
-      // a resumed container that cannot be reached is OpenWhisk's cue to run the activation elsewhere
+      // A resumed container that cannot be reached, or is gone, is OpenWhisk's cue to run the
+      // activation elsewhere. OpenWhisk re-runs only those; for others a health error would
+      // drop the activation, so they end as a system error (never as the action's error).
       case WasmExecutorUnreachable(_) if reschedule => Future.failed(ContainerHealthError(transid, id.asString))
+      case WasmContainerLost(message) if reschedule =>
+        logging.warn(this, s"$message; the activation is rescheduled")
+        Future.failed(ContainerHealthError(transid, id.asString))
       case WasmExecutorUnreachable(message) =>
+        Future.successful((Interval(started, Instant.now), ActivationResponse.whiskError(message)))
+      case WasmContainerLost(message) =>
+        logging.warn(this, message)
         Future.successful((Interval(started, Instant.now), ActivationResponse.whiskError(message)))
     }
   }
@@ -132,17 +189,21 @@ class WasmContainer(protected val id: ContainerId,
                                        retry: Boolean,
                                        reschedule: Boolean)(implicit transid: TransactionId): Future[RunResult] = {
     val started = Instant.now
+    val action = path.stripPrefix("/")
     executor
-      .post(id.asString, path.stripPrefix("/"), body, timeout, maxResponse.toBytes, truncation.toBytes, capacityRetryFor)
+      .post(id.asString, action, body, timeout, maxResponse.toBytes, truncation.toBytes, capacityRetryFor, initializedBy)
       .flatMap { outcome =>
         val interval = Interval(started, Instant.now)
         outcome match {
           case ExecutorOutcome.Answered(status, text, truncated) =>
+            if (action == "init" && status == 200) initializedBy = executor.instance
             val cut = truncated.map(t => (t.actualBytes.B, t.maxBytes.B))
             Future.successful(RunResult(interval, Right(ContainerResponse(status, text, cut))))
           case ExecutorOutcome.Reschedule(text) =>
             logging.warn(this, s"wasm executor at capacity for $id ($path): $text")
             Future.successful(RunResult(interval, Right(ContainerResponse(503, text, None))))
+          case ExecutorOutcome.ContainerLost(reason) =>
+            Future.failed(WasmContainerLost(reason))
           case u: ExecutorOutcome.Unreachable =>
             logging.error(this, s"${u.message} ($path of $id)")
             Future.failed(WasmExecutorUnreachable(u.message))
@@ -169,4 +230,17 @@ class WasmContainer(protected val id: ContainerId,
           LogLine(Instant.now.toString, "stderr", Messages.logFailure)
       }
       .map(line => ByteString(line.toJson.compactPrint))
+}
+
+object WasmContainer {
+
+  /** The action an init's environment names (`__OW_ACTION_NAME`, fully qualified), if any. */
+  def actionName(initializer: JsObject): Option[FullyQualifiedEntityName] =
+    for {
+      JsObject(env) <- initializer.fields.get("env")
+      JsString(name) <- env.get("__OW_ACTION_NAME")
+      namespace <- env.get("__OW_NAMESPACE").collect { case JsString(n) => n }.orElse(Some("_"))
+      ns <- Try(EntityName(namespace)).toOption
+      fqn <- FullyQualifiedEntityName.resolveName(JsString(name), ns)
+    } yield fqn
 }

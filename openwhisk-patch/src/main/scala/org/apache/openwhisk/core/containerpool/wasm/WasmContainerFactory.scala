@@ -30,7 +30,15 @@ import org.apache.openwhisk.common.{Logging, TransactionId}
 import org.apache.openwhisk.core.{ConfigKeys, WhiskConfig}
 import org.apache.openwhisk.core.containerpool._
 import org.apache.openwhisk.core.containerpool.wasm.client._
-import org.apache.openwhisk.core.entity.{ByteSize, ExecManifest, ExecutableWhiskAction, InvokerInstanceId}
+import org.apache.openwhisk.core.entity.{
+  ByteSize,
+  ExecManifest,
+  ExecutableWhiskAction,
+  FullyQualifiedEntityName,
+  InvokerInstanceId,
+  WhiskAction,
+  WhiskEntityStore
+}
 import pureconfig._
 import pureconfig.generic.auto._
 
@@ -71,6 +79,15 @@ class WasmContainerFactory(instance: InvokerInstanceId,
   /** Differs between two starts of the same invoker, so a new container never meets an old id. */
   private val nonce = java.lang.Long.toString(System.currentTimeMillis(), 36)
 
+  /**
+   * The actions' store, for the scheduler path, which passes the action neither to
+   * createContainer nor to initialize (see WasmContainer.initialize); made on first use.
+   */
+  private lazy val entityStore = WhiskEntityStore.datastore()
+
+  private def lookupAction(name: FullyQualifiedEntityName, tid: TransactionId): Future[WhiskAction] =
+    WhiskAction.resolveActionAndMergeParameters(entityStore, name)(ec, tid)
+
   /** All containers share the executor's address; the container id selects the route. */
   private val executorAddress: ContainerAddress = {
     val uri = URI.create(executorConfig.baseUrl)
@@ -89,7 +106,15 @@ class WasmContainerFactory(instance: InvokerInstanceId,
     val id = ContainerIds.forName(name, nonce)
     val baseEnv = Map("__OW_API_HOST" -> config.wskApiHost) ++ containerArgs.extraEnvVarMap
     Future.successful(
-      new WasmContainer(ContainerId(id), executorAddress, client, memory, action, baseEnv, executorConfig.capacityRetryFor))
+      new WasmContainer(
+        ContainerId(id),
+        executorAddress,
+        client,
+        memory,
+        action,
+        baseEnv,
+        executorConfig.capacityRetryFor,
+        lookupAction))
   }
 
   override def createContainer(tid: TransactionId,

@@ -23,7 +23,7 @@
 package org.apache.openwhisk.core.containerpool.wasm.client
 
 import java.io.IOException
-import java.util.concurrent.atomic.AtomicBoolean
+import java.util.concurrent.atomic.{AtomicBoolean, AtomicReference}
 
 import org.apache.pekko.actor.ActorSystem
 import org.apache.pekko.http.scaladsl.Http
@@ -73,6 +73,29 @@ final class ExecutorClient(val config: WasmExecutorConfig)(implicit system: Acto
 
   private val jsonAccept = Accept(MediaTypes.`application/json`)
 
+  /** The instance id of the executor's latest answer; it changes when the executor restarts. */
+  private val latestInstance = new AtomicReference[Option[String]](None)
+
+  /**
+   * The instance of the executor process that answered last (its `wasm-executor-instance`
+   * header), None before the first answer. Containers are held in that process's memory: a
+   * container initialized by another instance is gone.
+   */
+  def instance: Option[String] = latestInstance.get
+
+  private def noteInstance(response: HttpResponse): Unit =
+    response.headers.find(_.is(ExecutorClient.InstanceHeader)).foreach(h => latestInstance.set(Some(h.value)))
+
+  /**
+   * Why container `id`, initialized by executor instance `initializedBy`, is known to be gone
+   * without asking: the executor answered since then as another instance.
+   */
+  def knownLost(id: String, initializedBy: Option[String]): Option[String] =
+    for {
+      before <- initializedBy
+      now <- instance if now != before
+    } yield s"the wasm executor restarted since container $id was initialized (instance $before, now $now), so the container is gone"
+
   /** Every request carries the executor's token when one is configured. */
   private val authorization: List[HttpHeader] =
     config.authToken.map(t => Authorization(OAuth2BearerToken(t))).toList
@@ -92,6 +115,10 @@ final class ExecutorClient(val config: WasmExecutorConfig)(implicit system: Acto
    * While the executor answers 503 (at capacity), the request is sent again with growing pauses
    * for up to `capacityRetryFor`, never past `timeout`: the executor turns a request away before
    * running anything, so sending it again is safe. A 503 after that is returned as Reschedule.
+   *
+   * A /run of a container the executor does not hold (404), or of one initialized by an
+   * executor instance that has since been replaced (`initializedBy`, not sent at all), is
+   * ContainerLost.
    */
   def post(id: String,
            action: String,
@@ -99,7 +126,9 @@ final class ExecutorClient(val config: WasmExecutorConfig)(implicit system: Acto
            timeout: FiniteDuration,
            maxResponseBytes: Long,
            truncationBytes: Long,
-           capacityRetryFor: FiniteDuration = Duration.Zero): Future[ExecutorOutcome] = {
+           capacityRetryFor: FiniteDuration = Duration.Zero,
+           initializedBy: Option[String] = None): Future[ExecutorOutcome] = {
+    val isRun = action == "run"
     val target = url(id, action)
     val entity = HttpEntity(ContentTypes.`application/json`, body.compactPrint)
     val deadline = timeout.fromNow
@@ -112,10 +141,17 @@ final class ExecutorClient(val config: WasmExecutorConfig)(implicit system: Acto
         case Reschedule(_) if retryUntil.timeLeft > pause =>
           org.apache.pekko.pattern.after(pause)(attempt((pause * 2) min ExecutorClient.MaxCapacityPause))
         case TimedOut(_) => Future.successful(TimedOut(timeout + config.requestSlack))
-        case outcome     => Future.successful(outcome)
+        case a: Answered if isRun && a.status == StatusCodes.NotFound.intValue =>
+          val why = knownLost(id, initializedBy).getOrElse(
+            s"the wasm executor does not hold container $id (${a.errorMessage.getOrElse("HTTP 404")})")
+          Future.successful(ContainerLost(why))
+        case outcome => Future.successful(outcome)
       }
     }
-    attempt(ExecutorClient.FirstCapacityPause)
+    (if (isRun) knownLost(id, initializedBy) else None) match {
+      case Some(reason) => Future.successful(ContainerLost(reason))
+      case None         => attempt(ExecutorClient.FirstCapacityPause)
+    }
   }
 
   /** `POST /{id}/init` with `{"value": value}`. */
@@ -128,8 +164,9 @@ final class ExecutorClient(val config: WasmExecutorConfig)(implicit system: Acto
           timeout: FiniteDuration,
           maxResponseBytes: Long,
           truncationBytes: Long,
-          capacityRetryFor: FiniteDuration = Duration.Zero): Future[ExecutorOutcome] =
-    post(id, "run", body, timeout, maxResponseBytes, truncationBytes, capacityRetryFor)
+          capacityRetryFor: FiniteDuration = Duration.Zero,
+          initializedBy: Option[String] = None): Future[ExecutorOutcome] =
+    post(id, "run", body, timeout, maxResponseBytes, truncationBytes, capacityRetryFor, initializedBy)
 
   /** `POST /{id}/destroy`; an unknown container (404) counts as destroyed. */
   def destroy(id: String): Future[Unit] = {
@@ -149,6 +186,7 @@ final class ExecutorClient(val config: WasmExecutorConfig)(implicit system: Acto
     val lines: Future[Either[ExecutorOutcome, Vector[String]]] = Http()
       .singleRequest(request, settings = poolSettings)
       .flatMap { response =>
+        noteInstance(response)
         if (response.status == StatusCodes.OK) {
           response.entity.withoutSizeLimit.dataBytes
             .via(Framing.delimiter(ByteString("\n"), config.maxLogLineBytes, allowTruncation = true))
@@ -192,6 +230,7 @@ final class ExecutorClient(val config: WasmExecutorConfig)(implicit system: Acto
 
   /** Mirrors OpenWhisk's container clients: no Content-Length (or 204) counts as no answer. */
   private def readAnswer(response: HttpResponse, maxResponseBytes: Long, truncationBytes: Long): Future[ExecutorOutcome] = {
+    noteInstance(response)
     val entity = response.entity.withoutSizeLimit
     entity.contentLengthOption match {
       case Some(length) if response.status != StatusCodes.NoContent =>
@@ -241,6 +280,9 @@ final class ExecutorClient(val config: WasmExecutorConfig)(implicit system: Acto
 }
 
 object ExecutorClient {
+
+  /** The header naming the executor process that answered (also `instance` in `GET /health`). */
+  val InstanceHeader: String = "wasm-executor-instance"
 
   /** Pauses between sends while the executor is at capacity: short at first, as slots free up fast. */
   val FirstCapacityPause: FiniteDuration = 25.millis

@@ -160,6 +160,13 @@ object ExecutorOutcome {
     }
   }
 
+  /**
+   * A /run for a container the executor does not hold: it answered 404, or the client knew
+   * before asking, as the executor's instance changed (it restarted) since the container's
+   * /init. Not the action's doing: OpenWhisk should run the activation on a new container.
+   */
+  final case class ContainerLost(reason: String) extends ExecutorOutcome
+
   /** No answer within the time limit of the request. */
   final case class TimedOut(after: FiniteDuration) extends ExecutorOutcome
 
@@ -176,6 +183,7 @@ object ExecutorRequestFailed {
     case a: ExecutorOutcome.Answered    => s"HTTP ${a.status}${a.errorMessage.map(": " + _).getOrElse("")}"
     case ExecutorOutcome.Reschedule(b)  => s"HTTP 503 $b"
     case u: ExecutorOutcome.Unreachable => u.message
+    case ExecutorOutcome.ContainerLost(r) => r
     case ExecutorOutcome.TimedOut(d)    => s"no answer within $d"
     case ExecutorOutcome.NoResponse(r)  => r
   }

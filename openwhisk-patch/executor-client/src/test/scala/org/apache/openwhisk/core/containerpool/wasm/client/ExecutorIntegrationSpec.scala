@@ -180,8 +180,20 @@ class ExecutorIntegrationSpec extends AnyFlatSpec with Matchers with BeforeAndAf
     await(client.destroy(id))
   }
 
-  it should "answer /run of an unknown container with 404" in {
-    answered(run(newId("nobody"), JsObject())).status shouldBe 404
+  it should "report /run of an unknown container as a lost container, not as the action's answer" in {
+    val id = newId("nobody")
+    run(id, JsObject()) match {
+      case ContainerLost(reason) => reason should (include(id) and include("not initialized"))
+      case other                 => fail(s"expected ContainerLost, got $other")
+    }
+  }
+
+  it should "tell a bare module uploaded as text (what wsk does with a .wasm) to be zipped" in {
+    val mangled = new String(module("add"), "UTF-8") // its bytes that are not UTF-8 become U+FFFD
+    val value = JsObject(initValue(module("add"), "add").fields ++ Map("binary" -> JsFalse, "code" -> JsString(mangled)))
+    val refused = answered(init(newId("text"), value))
+    refused.status shouldBe 502
+    refused.errorMessage.get should include("zip NAME.zip NAME.wasm")
   }
 
   it should "stop an action at its time limit" in {
@@ -326,7 +338,7 @@ class ExecutorIntegrationSpec extends AnyFlatSpec with Matchers with BeforeAndAf
   it should "forget a destroyed container" in {
     val id = deployed("echo")
     await(client.destroy(id))
-    answered(run(id, JsObject())).status shouldBe 404
+    run(id, JsObject()) shouldBe a[ContainerLost]
     await(client.logReader(id).collect(MB, waitForSentinel = true)) shouldBe ActivationLogs(Vector.empty, false, true)
     await(client.destroy(id)) // already gone: still fine
     admin.containers() should not contain id
@@ -350,5 +362,37 @@ class ExecutorIntegrationSpec extends AnyFlatSpec with Matchers with BeforeAndAf
     admin.removeOwned("wsk01").removed shouldBe Seq(other)
     admin.destroy(stranger) shouldBe true
     admin.containers() should not contain stranger
+  }
+
+  behavior of "a restarted executor"
+
+  it should "report its former containers as lost, and know it without asking once it has seen the new instance" in {
+    val port = TestExecutor.freePort()
+    val first = TestExecutor.start(port = port)
+    val restarted = new ExecutorClient(WasmExecutorConfig(url = first.url, requestSlack = 5.seconds))
+    def runOn(id: String, initializedBy: Option[String]) =
+      await(restarted.run(id, runBody(JsObject("k" -> JsNumber(1))), 60.seconds, MB, MB, initializedBy = initializedBy))
+    val (lost, reused) = (newId("echo"), newId("echo"))
+    try {
+      Seq(lost, reused).foreach(id => await(restarted.init(id, initValue(module("echo"), "echo"), 60.seconds)) shouldBe a[Answered])
+      val before = restarted.instance
+      before shouldBe defined
+      answered(runOn(lost, before)).status shouldBe 200
+      first.stop()
+      val second = TestExecutor.start(port = port)
+      try {
+        // The first answer of the new process names it: the 404 is explained as the restart.
+        runOn(lost, before) match {
+          case ContainerLost(reason) => reason should (include("restarted") and include(before.get))
+          case other                 => fail(s"expected ContainerLost, got $other")
+        }
+        restarted.instance should not be before
+        await(restarted.health()).fields.get("instance") shouldBe restarted.instance.map(JsString(_))
+        // The new process holds a container of the same id: had the client asked, it would have run.
+        await(restarted.init(reused, initValue(module("echo"), "echo"), 60.seconds)) shouldBe a[Answered]
+        runOn(reused, before) shouldBe a[ContainerLost]
+        answered(runOn(reused, restarted.instance)).status shouldBe 200
+      } finally second.stop()
+    } finally first.stop()
   }
 }

@@ -95,11 +95,12 @@ object TestExecutor {
     if (Files.exists(p)) Files.walk(p).iterator().asScala.toSeq.reverse.foreach(Files.deleteIfExists)
 
   /**
-   * Starts an executor with `extraArgs` (added to `--listen` and a private `--state-dir`) and waits until
-   * it answers /health.
+   * Starts an executor with `extraArgs` (added to `--listen` on `port` and a private `--state-dir`) and
+   * waits until it answers /health.
    */
-  def start(extraArgs: Seq[String] = Seq.empty, startTimeout: FiniteDuration = 60.seconds): Running = {
-    val port = freePort()
+  def start(extraArgs: Seq[String] = Seq.empty,
+            startTimeout: FiniteDuration = 60.seconds,
+            port: Int = freePort()): Running = {
     val cacheDir = Files.createTempDirectory("wasm-executor-state")
     val targetDir = Paths.get("target").toAbsolutePath
     Files.createDirectories(targetDir)
