@@ -17,7 +17,6 @@ Exit status 0, 1 on a failure (with a message on stderr), 2 on bad usage.
 
 import argparse
 import base64
-import csv
 import http.server
 import json
 import os
@@ -29,6 +28,13 @@ import threading
 import time
 import urllib.error
 import urllib.request
+
+# The JMeter result reading and the nearest-rank percentile of eval/jmeter's summaries.
+sys.dont_write_bytecode = True  # no __pycache__ in eval/jmeter
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "jmeter"))
+import summarize as jmeter_csv  # noqa: E402
+
+percentile = jmeter_csv.percentile
 
 GUEST_KEY = ("23bc46b1-71f6-4ed5-8c54-816aa4f8c502:"
              "123zO3xZCLrMN6v2BKK1dXYFpXlPkccOFqm12CdAsMgRU4VrNZ9lyGVCGuMDGIwP")
@@ -179,27 +185,11 @@ LEVELS = [
 ]
 
 
-def percentile(sorted_values, p):
-    if not sorted_values:
-        return None
-    rank = max(1, -(-len(sorted_values) * p // 100))
-    return sorted_values[int(rank) - 1]
-
-
 def num(v):
     try:
         return float(v)
     except (TypeError, ValueError):
         return None
-
-
-def load_rows(path):
-    with open(path, newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        if reader.fieldnames is None:
-            return []
-        reader.fieldnames = [n.strip().strip('"') for n in reader.fieldnames]
-        return [r for r in reader if (r.get("timeStamp") or "").strip().isdigit()]
 
 
 def dist(values):
@@ -297,7 +287,7 @@ def summarize(args):
             path = os.path.join(args.results, p, level + ".csv")
             if not os.path.exists(path):
                 continue
-            rows = load_rows(path)
+            rows = jmeter_csv.load(path)[1]
             s = level_stats(rows, focus)
             if level == "mixed":
                 tops = [int(r["grpThreads"]) for r in rows if (r.get("grpThreads") or "").isdigit()

@@ -73,9 +73,13 @@ impl Gate {
 
 pub fn router(executor: AppState, gate: Gate) -> Router {
     let max_body_bytes = gate.max_body_bytes;
+    // Made once, when the server starts; no request reaches this.
     let instance = HeaderValue::from_str(executor.instance())
         .expect("an instance id is hex, which is a valid header value");
-    let gate_state = (Arc::new(gate), Arc::clone(&executor));
+    let answering = Arc::new(Answering {
+        instance,
+        executor: Arc::clone(&executor),
+    });
     Router::new()
         .route("/health", get(health))
         .route("/metrics", get(metrics))
@@ -92,24 +96,37 @@ pub fn router(executor: AppState, gate: Gate) -> Router {
             )
         })
         .layer(DefaultBodyLimit::max(max_body_bytes))
-        .layer(middleware::from_fn_with_state(gate_state, gated))
-        .layer(middleware::map_response(move |mut response: Response| {
-            let instance = instance.clone();
-            async move {
-                response.headers_mut().insert(INSTANCE_HEADER, instance);
-                response
-            }
-        }))
+        .layer(middleware::from_fn_with_state(Arc::new(gate), gated))
+        .layer(middleware::from_fn_with_state(answering, answered))
         .with_state(executor)
+}
+
+/// What every answer passes on its way out.
+struct Answering {
+    instance: HeaderValue,
+    executor: AppState,
+}
+
+/// Stamps every answer with the executor's instance, and counts every 503 — whichever limit
+/// turned the request away (pool, containers, request bodies) — as a rejection.
+async fn answered(
+    State(answering): State<Arc<Answering>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let mut response = next.run(request).await;
+    if response.status() == StatusCode::SERVICE_UNAVAILABLE {
+        answering.executor.metrics.rejected();
+    }
+    response
+        .headers_mut()
+        .insert(INSTANCE_HEADER, answering.instance.clone());
+    response
 }
 
 /// Lets a request through to its route when [`ApiGuard`] accepts it and its body fits in
 /// what may be held at once; the body's share is held until the answer is made.
-async fn gated(
-    State((gate, executor)): State<(Arc<Gate>, AppState)>,
-    request: Request,
-    next: Next,
-) -> Response {
+async fn gated(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
     if let Err(Refusal(status, message)) =
         gate.guard
             .check(request.method(), request.uri().path(), request.headers())
@@ -128,14 +145,11 @@ async fn gated(
     }
     match Arc::clone(&gate.bodies).try_acquire_many_owned(kib) {
         Ok(_held) => next.run(request).await,
-        Err(_) => {
-            executor.metrics.rejected();
-            ApiError(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the executor holds as many request bodies as it may; retry elsewhere".into(),
-            )
-            .into_response()
-        }
+        Err(_) => ApiError(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the executor holds as many request bodies as it may; retry elsewhere".into(),
+        )
+        .into_response(),
     }
 }
 

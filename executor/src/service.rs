@@ -172,10 +172,10 @@ impl Executor {
     ) -> Result<(), ServiceError> {
         let started = Instant::now();
         let result = self.init_inner(id, request).await;
-        match &result {
-            // Turned away before anything was tried: OpenWhisk runs it elsewhere.
-            Err(ServiceError::Overloaded(_)) => self.metrics.rejected(),
-            other => self.metrics.init(other.is_ok(), started.elapsed()),
+        // Turned away before anything was tried (a 503, counted as a rejection by the API):
+        // not an init that failed.
+        if !matches!(result, Err(ServiceError::Overloaded(_))) {
+            self.metrics.init(result.is_ok(), started.elapsed());
         }
         match &result {
             Ok(()) => tracing::info!(
@@ -375,15 +375,7 @@ impl Executor {
             worker_container.logs.append_activation(&captured);
             response
         });
-        let response = match run.instrument(span.clone()).await {
-            Ok(response) => response,
-            Err(error) => {
-                if matches!(error, PoolError::Overloaded { .. }) {
-                    self.metrics.rejected();
-                }
-                return Err(error.into());
-            }
-        };
+        let response = run.instrument(span.clone()).await?;
         let took = started.elapsed();
         let outcome = response.outcome();
         self.metrics.activation(outcome.label(), took);
