@@ -8,7 +8,8 @@ RUNTIME ?= wasmtime
 .PHONY: demo test prerequisites build actions actions-native test-actions pack clippy fmt fmt-check \
         build-wasmtime test-wasmtime test-openwhisk-patch bench bench-quick clean \
         build-wasmer build-wasmer-headless precompiler-wasmer test-wasmer bench-wasmer \
-        build-wamr precompiler-wamr test-wamr bench-wamr evaluate evaluate-quick soak fuzz
+        build-wamr precompiler-wamr test-wamr bench-wamr evaluate evaluate-quick soak fuzz \
+        build-aarch64 build-armv7 test-cross
 
 demo:
 	scripts/demo.sh
@@ -58,6 +59,21 @@ test-wamr: actions
 
 bench-wamr: build build-wamr actions actions-native
 	eval/wamr-measurements.sh
+
+# ARM boards, built on this machine (scripts/cross.sh; Debian's cross compilers and rustc-web,
+# no rustup targets): every backend for 64-bit Raspberry Pi OS / Debian arm64, WAMR for 32-bit
+# Raspberry Pi OS. Stripped binaries land in target/cross/<triple>/; artifacts for them are
+# precompiled here with `wasm-precompile --target <triple>`. test-cross runs the conformance
+# suite against each of them under qemu-user.
+build-aarch64:
+	scripts/cross.sh build aarch64
+
+build-armv7:
+	scripts/cross.sh build armv7
+
+test-cross: actions build-aarch64 build-armv7
+	scripts/cross.sh test --all aarch64
+	scripts/cross.sh test --all armv7
 
 actions:
 	actions/build.sh

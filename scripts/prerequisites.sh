@@ -16,6 +16,9 @@
 #           the plots (run with /usr/bin/python3); checks Go >= 1.21 for the baseline's proxy
 #           (Debian 12's golang-go is 1.19, too old: install Go from https://go.dev/dl/)
 #   java    a JDK >= 17 and Maven: the OpenWhisk patch's tests and the JMeter plans
+#   cross   the ARM builds and their emulated tests (scripts/cross.sh): Debian's rustc-web,
+#           cargo-web and rust-web-src (the target's standard library is built from source), the
+#           aarch64 and armhf cross compilers and C libraries, qemu-user-static
 #   fuzz    the fuzz targets (fuzz/): a C++ compiler for libFuzzer and cargo-fuzz (installed
 #           with `cargo install --locked` from crates.io, pinned below)
 #   all     every group
@@ -42,9 +45,9 @@ want() {
 }
 for g in "${groups[@]}"; do
     case "$g" in
-    guests | wasmer | wamr | eval | java | fuzz | all) ;;
+    guests | wasmer | wamr | eval | java | cross | fuzz | all) ;;
     -h | --help)
-        sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+        sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
         exit 0
         ;;
     *) die "unknown group '$g' (guests, wasmer, wamr, eval, java, fuzz, all)" ;;
@@ -90,6 +93,11 @@ if want java; then
     command -v mvn >/dev/null 2>&1 || packages+=(maven)
 fi
 
+if want cross; then
+    packages+=(rustc-web cargo-web rust-web-src qemu-user-static
+        gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross
+        gcc-arm-linux-gnueabihf g++-arm-linux-gnueabihf libc6-dev-armhf-cross)
+fi
 if want fuzz; then
     packages+=(g++)
 fi

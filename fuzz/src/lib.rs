@@ -45,7 +45,13 @@ pub fn decode_action_code(code: &str, binary: Option<bool>) -> Result<ModuleCode
             assert_eq!(again.payload, envelope.payload);
             // A tag as the WAMR build makes it (the build takes the version from WAMR's sources,
             // which this crate does not build; the tag is only compared).
-            let _ = wamr_profile::unwrap(&wamr_profile::tag("2.4.3"), &envelope.payload);
+            let _ = wamr_profile::unwrap(
+                &wamr_profile::tag(
+                    "2.4.3",
+                    wamr_profile::TargetProfile::this_machine().unwrap(),
+                ),
+                &envelope.payload,
+            );
         }
         Err(error) => {
             let text = error.to_string();

@@ -50,7 +50,9 @@ fn main() -> anyhow::Result<()> {
     let patched = patch_emit_control(&sources.root, &out)?;
 
     let mut cmake = cmake::Config::new(&manifest_dir);
-    for (name, value) in wamr_source::shared_switches() {
+    // The compiler library runs here; what each compilation targets is set per call.
+    let profile = wamr_profile::TargetProfile::for_arch(&host_arch)?;
+    for (name, value) in wamr_source::shared_switches(profile) {
         cmake.define(name, value);
     }
     cmake

@@ -10,15 +10,26 @@ use anyhow::{Context, bail};
 /// cmake would otherwise try to download it).
 const SIMDE_PREFIX: &str = "/usr/include";
 
+/// glibc's 64-bit file offsets, inode numbers and `time_t` on 32-bit targets.
+const LARGE_FILES_AND_TIME: [&str; 2] = ["-D_FILE_OFFSET_BITS=64", "-D_TIME_BITS=64"];
+
 fn main() -> anyhow::Result<()> {
     println!("cargo:rerun-if-changed=build.rs");
     let sources = wamr_source::locate()?;
     let out = PathBuf::from(env::var("OUT_DIR").context("OUT_DIR")?);
     let arch = env::var("CARGO_CFG_TARGET_ARCH").context("CARGO_CFG_TARGET_ARCH")?;
+    let pointer_width =
+        env::var("CARGO_CFG_TARGET_POINTER_WIDTH").context("CARGO_CFG_TARGET_POINTER_WIDTH")?;
     if env::var("CARGO_CFG_TARGET_OS").as_deref() != Ok("linux") {
         bail!("the WAMR backend is built for Linux only");
     }
-    if wamr_profile::SIMD
+    if arch == "arm" && !env::var("TARGET").is_ok_and(|t| t.starts_with("armv7")) {
+        bail!(
+            "on 32-bit ARM the WAMR backend is built for armv7 with hardware floating point (armv7-unknown-linux-gnueabihf)"
+        );
+    }
+    let profile = wamr_profile::TargetProfile::for_arch(&arch)?;
+    if profile.simd
         && !PathBuf::from(SIMDE_PREFIX)
             .join("simde/wasm/simd128.h")
             .is_file()
@@ -29,7 +40,7 @@ fn main() -> anyhow::Result<()> {
     }
 
     let mut cmake = cmake::Config::new(&sources.root);
-    for (name, value) in wamr_source::shared_switches() {
+    for (name, value) in wamr_source::shared_switches(profile) {
         cmake.define(name, value);
     }
     cmake
@@ -44,7 +55,7 @@ fn main() -> anyhow::Result<()> {
         .define("WAMR_BUILD_FAST_JIT", "0")
         .define(
             "WAMR_DISABLE_HW_BOUND_CHECK",
-            if wamr_profile::HARDWARE_BOUNDS_CHECKS {
+            if profile.hardware_bounds_checks {
                 "0"
             } else {
                 "1"
@@ -71,6 +82,14 @@ fn main() -> anyhow::Result<()> {
         // WAMR's Debug build adds assertions and slows the interpreter several times.
         .profile("Release")
         .build_target("vmlib");
+    // On 32-bit targets glibc's file and time interfaces are 32-bit unless asked otherwise:
+    // WASI's `fd_readdir` and `path_filestat_get` then fail with EOVERFLOW on an inode number or
+    // a file size beyond 32 bits, and clocks end in 2038. WAMR's WASI layer asks for both.
+    if pointer_width == "32" {
+        for define in LARGE_FILES_AND_TIME {
+            cmake.cflag(define);
+        }
+    }
     let built = cmake.build().join("build");
 
     // A name of our own, so no other copy of WAMR on a search path can stand in for it.
@@ -84,7 +103,11 @@ fn main() -> anyhow::Result<()> {
         println!("cargo:rustc-link-lib=dylib={system}");
     }
 
-    bindgen::Builder::default()
+    let mut bindings = bindgen::Builder::default();
+    if pointer_width == "32" {
+        bindings = bindings.clang_args(LARGE_FILES_AND_TIME);
+    }
+    bindings
         .header(
             sources
                 .include_dir()

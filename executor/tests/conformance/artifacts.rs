@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
-use wasm_artifact::{OperatorKey, RuntimeId, host_target, sha256_hex};
+use wasm_artifact::{OperatorKey, RuntimeId, sha256_hex};
 
-use crate::harness::{BUILD_RUNTIME, Executor, ScratchDir, action, precompile};
+use crate::harness::{BUILD_RUNTIME, Executor, ScratchDir, action, executor_target, precompile};
 
 struct Keys {
     dir: ScratchDir,
@@ -63,7 +63,7 @@ fn signed_artifacts_load_and_run() {
     let ex = Executor::start_with(&["--trusted-key", &keys.public()]);
     let zip = precompile(
         &action("add"),
-        &host_target(),
+        &executor_target(),
         Some(&keys.private()),
         &keys.dir.0.join("add.zip"),
     );
@@ -82,7 +82,7 @@ fn unsigned_artifacts_need_the_trust_flag() {
     let ex = Executor::start_with(&["--trusted-key", &keys.public()]);
     let zip = precompile(
         &action("echo"),
-        &host_target(),
+        &executor_target(),
         None,
         &keys.dir.0.join("echo.zip"),
     );
@@ -108,7 +108,7 @@ fn a_signature_by_another_key_or_a_tampered_payload_is_refused() {
     ]);
     let zip = precompile(
         &action("add"),
-        &host_target(),
+        &executor_target(),
         Some(&stranger.private()),
         &keys.dir.0.join("s.zip"),
     );
@@ -117,7 +117,7 @@ fn a_signature_by_another_key_or_a_tampered_payload_is_refused() {
 
     let raw = precompile(
         &action("add"),
-        &host_target(),
+        &executor_target(),
         None,
         &keys.dir.0.join("t.zip"),
     );
@@ -143,7 +143,7 @@ fn artifacts_for_another_cpu_runtime_or_version_are_refused() {
         "--allow-unsigned-artifacts",
     ]);
     let version = runtime_version(&ex);
-    let other_target = if host_target().starts_with("aarch64") {
+    let other_target = if executor_target().starts_with("aarch64") {
         "x86_64-unknown-linux-gnu"
     } else {
         "aarch64-unknown-linux-gnu"
@@ -162,7 +162,7 @@ fn artifacts_for_another_cpu_runtime_or_version_are_refused() {
         .map(|r| r.name())
         .find(|name| *name != BUILD_RUNTIME)
         .unwrap();
-    let forged = forged_envelope(other_runtime, "1.0.0", &host_target(), b"native code");
+    let forged = forged_envelope(other_runtime, "1.0.0", &executor_target(), b"native code");
     let r = ex.init_code("runtime", &forged, json!({}));
     assert!(
         r.expect(502)
@@ -172,7 +172,12 @@ fn artifacts_for_another_cpu_runtime_or_version_are_refused() {
         r.text()
     );
 
-    let forged = forged_envelope(BUILD_RUNTIME, "0.0.1-old", &host_target(), b"native code");
+    let forged = forged_envelope(
+        BUILD_RUNTIME,
+        "0.0.1-old",
+        &executor_target(),
+        b"native code",
+    );
     let r = ex.init_code("version", &forged, json!({}));
     let error = r.expect(502).error();
     assert!(

@@ -1,5 +1,16 @@
 //! Starts the executor binary of this build and talks to it over real HTTP, one new TCP
 //! connection per request as OpenWhisk's invoker does; loads the guest modules.
+//!
+//! The executor under test is this build's binary unless the environment names another one
+//! built from the same source, as the cross builds and the container image are tested:
+//! `WASM_EXECUTOR_BIN` (its path), `WASM_EXECUTOR_LAUNCHER` (a command prefix it is started
+//! with, such as `qemu-aarch64-static` or the image's launcher script; it is then stopped with
+//! SIGTERM so that a launcher can pass the signal on), `WASM_EXECUTOR_TARGET` (the target it was
+//! built for: artifacts are precompiled on this host for that target),
+//! `WASM_EXECUTOR_ARTIFACTS_ONLY=1` (a build without a compiler, such as wasmer headless: raw
+//! modules are precompiled here before they are sent) and `WASM_EXECUTOR_LAUNCHER_REPORTS_PID=1`
+//! (the launcher writes the executor's own pid to the file `WASM_EXECUTOR_PID_FILE` names, as
+//! the container launcher does; an emulator runs the executor in its own process).
 
 use std::{
     io::{Read, Write},
@@ -91,6 +102,8 @@ pub struct Executor {
     pub cache: PathBuf,
     /// Sent as `Authorization: Bearer …` with every request, when the executor has a token.
     pub token: Option<String>,
+    /// Where the launcher reports the executor's pid, when it is not the child's.
+    pid_file: Option<PathBuf>,
 }
 
 impl Executor {
@@ -127,7 +140,7 @@ impl Executor {
     fn spawn_with_env(extra: &[&str], env: &[(&str, &str)]) -> Self {
         let state = ScratchDir::new("state");
         let addr = free_port();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_wasm-executor"));
+        let mut command = executor_command();
         if !extra.contains(&"--listen") {
             command.args(["--listen", &addr.to_string()]);
         }
@@ -139,10 +152,22 @@ impl Executor {
             .position(|a| *a == "--cache-dir")
             .and_then(|i| extra.get(i + 1))
             .map_or_else(|| state.0.join("cache"), PathBuf::from);
+        // The artifacts made for an executor without a compiler are unsigned (as the suite's
+        // portable modules are); tests of signing bring their own keys.
+        if artifacts_only()
+            && !extra.contains(&"--trusted-key")
+            && !extra.contains(&"--allow-unsigned-artifacts")
+        {
+            command.arg("--allow-unsigned-artifacts");
+        }
         for (flag, value) in [("--pool-threads", "8"), ("--max-concurrent", "8")] {
             if !extra.contains(&flag) {
                 command.args([flag, value]);
             }
+        }
+        let pid_file = launcher_reports_pid().then(|| state.0.with_extension("pid"));
+        if let Some(pid_file) = &pid_file {
+            command.env("WASM_EXECUTOR_PID_FILE", pid_file);
         }
         let child = command
             .args(extra)
@@ -163,6 +188,7 @@ impl Executor {
             state,
             cache,
             token,
+            pid_file,
         }
     }
 
@@ -184,7 +210,8 @@ impl Executor {
 
     /// Inits `id` with `code` (raw module or zip bytes) and optional extra `value` fields.
     pub fn init_code(&self, id: &str, code: &[u8], extra: Value) -> Response {
-        let mut value = json!({ "name": id, "main": "main", "binary": true, "code": b64(code) });
+        let code = code_for_executor(code);
+        let mut value = json!({ "name": id, "main": "main", "binary": true, "code": b64(&code) });
         if let Value::Object(fields) = extra {
             value.as_object_mut().unwrap().extend(fields);
         }
@@ -237,14 +264,31 @@ impl Executor {
         );
     }
 
-    /// The executor's process id.
+    /// The executor's process id: the child's, or the one its launcher reports.
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        let Some(pid_file) = &self.pid_file else {
+            return self.child.id();
+        };
+        let started = Instant::now();
+        loop {
+            if let Some(pid) = std::fs::read_to_string(pid_file)
+                .ok()
+                .and_then(|text| text.trim().parse().ok())
+            {
+                return pid;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "the launcher did not report the executor's pid in {}",
+                pid_file.display()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// The executor's resident memory now (`VmRSS`), KiB.
     pub fn rss_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
         status
             .lines()
             .find_map(|l| l.strip_prefix("VmRSS:"))
@@ -254,7 +298,7 @@ impl Executor {
 
     /// How many descriptors the executor has open now.
     pub fn open_fds(&self) -> usize {
-        std::fs::read_dir(format!("/proc/{}/fd", self.child.id()))
+        std::fs::read_dir(format!("/proc/{}/fd", self.pid()))
             .unwrap()
             .count()
     }
@@ -380,9 +424,82 @@ pub fn exchange(
 
 impl Drop for Executor {
     fn drop(&mut self) {
+        if let Some(pid_file) = &self.pid_file {
+            let _ = std::fs::remove_file(pid_file);
+        }
+        // A launcher (an emulator, `docker run`) passes SIGTERM on to the executor, which then
+        // ends; SIGKILL would end only the launcher and could leave the executor running.
+        if launcher().is_some() && self.child.try_wait().ok().flatten().is_none() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &self.child.id().to_string()])
+                .status();
+            if self.exit_status(Duration::from_secs(20)).is_some() {
+                return;
+            }
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The executor under test (`WASM_EXECUTOR_BIN`, else this build's), behind its launcher.
+fn executor_command() -> Command {
+    let binary = std::env::var_os("WASM_EXECUTOR_BIN")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_wasm-executor").into());
+    match launcher() {
+        Some(words) => {
+            let mut command = Command::new(&words[0]);
+            command.args(&words[1..]).arg(binary);
+            command
+        }
+        None => Command::new(binary),
+    }
+}
+
+/// `WASM_EXECUTOR_LAUNCHER` split into words, when set and not empty.
+fn launcher() -> Option<Vec<String>> {
+    let words: Vec<String> = std::env::var("WASM_EXECUTOR_LAUNCHER")
+        .ok()?
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    (!words.is_empty()).then_some(words)
+}
+
+/// The target the executor under test was built for (`WASM_EXECUTOR_TARGET`, else this host's):
+/// what `/health` reports and what its artifacts are precompiled for.
+pub fn executor_target() -> String {
+    std::env::var("WASM_EXECUTOR_TARGET").unwrap_or_else(|_| wasm_artifact::host_target())
+}
+
+/// Whether the launcher reports the executor's pid (`WASM_EXECUTOR_LAUNCHER_REPORTS_PID`).
+fn launcher_reports_pid() -> bool {
+    launcher().is_some()
+        && std::env::var("WASM_EXECUTOR_LAUNCHER_REPORTS_PID").is_ok_and(|v| v == "1")
+}
+
+/// Whether the executor under test runs precompiled artifacts only (`WASM_EXECUTOR_ARTIFACTS_ONLY`).
+fn artifacts_only() -> bool {
+    std::env::var("WASM_EXECUTOR_ARTIFACTS_ONLY").is_ok_and(|v| v == "1")
+}
+
+/// What is sent as the code of a module: the module itself, or for an executor that takes
+/// artifacts only, its artifact for the executor's target (precompiled once per module and
+/// kept for the test run). Bytes this build's precompiler refuses are sent as they are.
+fn code_for_executor(code: &[u8]) -> Vec<u8> {
+    if !artifacts_only() || !code.starts_with(b"\0asm") {
+        return code.to_vec();
+    }
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(code);
+    let name: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    let dir = std::env::temp_dir().join(format!("conformance-artifacts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join(format!("{name}.zip"));
+    if let Ok(zip) = std::fs::read(&out) {
+        return zip;
+    }
+    try_precompile(code, &executor_target(), None, &out).unwrap_or_else(|_| code.to_vec())
 }
 
 fn parse_response(raw: &[u8]) -> Response {
@@ -446,7 +563,18 @@ pub const BUILD_RUNTIME: &str = if cfg!(feature = "wasmtime") {
 
 /// Runs this build's precompiler (`wasm-precompile-<runtime>`, built next to the executor) on
 /// `wasm` for `target`, signed with `key` when given, and returns the zip it wrote to `out`.
+#[track_caller]
 pub fn precompile(wasm: &[u8], target: &str, key: Option<&Path>, out: &Path) -> Vec<u8> {
+    try_precompile(wasm, target, key, out).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// [`precompile`], with the precompiler's refusal as the error.
+pub fn try_precompile(
+    wasm: &[u8],
+    target: &str,
+    key: Option<&Path>,
+    out: &Path,
+) -> Result<Vec<u8>, String> {
     let binary = Path::new(env!("CARGO_BIN_EXE_wasm-executor"))
         .with_file_name(format!("wasm-precompile-{BUILD_RUNTIME}"));
     let input = out.with_extension("wasm");
@@ -465,13 +593,14 @@ pub fn precompile(wasm: &[u8], target: &str, key: Option<&Path>, out: &Path) -> 
             binary.display()
         )
     });
-    assert!(
-        output.status.success(),
-        "precompiling {} for {target}: {}",
-        input.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    std::fs::read(out).unwrap()
+    if !output.status.success() {
+        return Err(format!(
+            "precompiling {} for {target}: {}",
+            input.display(),
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    Ok(std::fs::read(out).unwrap())
 }
 
 /// The repository's root (the executor crate's parent).

@@ -15,7 +15,11 @@ fn health_names_the_runtime() {
         .unwrap()
         .locked_version();
     assert_eq!(health["runtime_version"], locked, "{health}");
-    assert_eq!(health["target"], wasm_artifact::host_target(), "{health}");
+    assert_eq!(
+        health["target"],
+        crate::harness::executor_target(),
+        "{health}"
+    );
 }
 
 #[test]

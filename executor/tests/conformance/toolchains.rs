@@ -6,9 +6,7 @@
 
 use serde_json::json;
 
-use wasm_artifact::host_target;
-
-use crate::harness::{Executor, ScratchDir, action, precompile};
+use crate::harness::{Executor, ScratchDir, action, executor_target, precompile};
 
 /// A WASI command that checks one feature per step and prints `{"features":"ok"}`, or
 /// `{"failed":N}` for the first step N that computed something else.
@@ -128,7 +126,12 @@ fn every_feature_of_todays_compilers_runs_portable_and_precompiled() {
         ex.run("portable", json!({})).expect(200).json(),
         json!({"features": "ok"})
     );
-    let artifact = precompile(&module, &host_target(), None, &dir.0.join("features.zip"));
+    let artifact = precompile(
+        &module,
+        &executor_target(),
+        None,
+        &dir.0.join("features.zip"),
+    );
     ex.init_code("precompiled", &artifact, json!({}))
         .expect(200);
     assert_eq!(
@@ -156,7 +159,7 @@ fn rust_and_c_actions_as_built_precompile_and_run() {
             .json();
         let artifact = precompile(
             &action(name),
-            &host_target(),
+            &executor_target(),
             None,
             &dir.0.join(format!("{name}.zip")),
         );

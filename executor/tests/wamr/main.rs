@@ -126,7 +126,10 @@ fn artifacts_for_another_profile_cpu_or_kind_are_refused_without_harm() {
     let dir = ScratchDir::new("wamr-refuse");
     let wasm = action("add");
     let ours = Envelope::parse(&precompile(&wasm, &host_target(), &dir)).unwrap();
-    let tag = wamr_profile::tag(RuntimeId::Wamr.locked_version());
+    let tag = wamr_profile::tag(
+        RuntimeId::Wamr.locked_version(),
+        wamr_profile::TargetProfile::this_machine().unwrap(),
+    );
     let aot = wamr_profile::unwrap(&tag, &ours.payload).unwrap();
     let forge = |payload: Vec<u8>| {
         Envelope::new(RuntimeId::Wamr, &host_target(), &wasm, payload).to_bytes()

@@ -51,7 +51,7 @@ pub fn compile(wasm: &[u8], target: &AotTarget) -> anyhow::Result<Vec<u8>> {
             .map_or(ptr::null_mut(), |s| s.as_ptr().cast_mut()),
         // With guard pages the runtime traps out-of-bounds memory accesses by signal; without
         // them the code must check every access. The native stack is checked in the code.
-        bounds_checks: u32::from(!profile::HARDWARE_BOUNDS_CHECKS),
+        bounds_checks: u32::from(!target.profile.hardware_bounds_checks),
         stack_bounds_checks: u32::from(!profile::NATIVE_STACK_GUARD_PAGES),
         // Where LLVM reports each function's frame size for the stack checks: our own scratch
         // file (WAMR's default is a temporary file in the current directory).
@@ -64,7 +64,7 @@ pub fn compile(wasm: &[u8], target: &AotTarget) -> anyhow::Result<Vec<u8>> {
         // reference types are on, its default since LLVM 19; WAMR reads a padded index only
         // with this option (WAMR's own wamrc sets it with reference types).
         enable_call_indirect_overlong: profile::CALL_INDIRECT_OVERLONG,
-        enable_simd: profile::SIMD,
+        enable_simd: target.profile.simd,
         enable_tail_call: profile::TAIL_CALL,
         enable_thread_mgr: profile::TERMINATION_CHECKS,
         // The guest's shadow stack (in linear memory) overflowing is a trap, not corruption.

@@ -1,5 +1,5 @@
 //! `wasm-precompile-wamr`: compiles a .wasm with WAMR's AOT compiler into an `.aot` module for
-//! the host or aarch64, tags it with the WAMR profile (`wamr-profile`) and wraps it in our
+//! the host, aarch64 or armv7, tags it with the WAMR profile (`wamr-profile`) and wraps it in our
 //! signed envelope. WAMR's compiler library and LLVM live only in this binary: they export the
 //! same symbols as the executor's WAMR runtime, built with other settings.
 
@@ -9,13 +9,22 @@ mod target;
 use std::process::ExitCode;
 
 use anyhow::bail;
-use wasm_artifact::RuntimeId;
+use wasm_artifact::{RuntimeId, host_target};
 use wasm_precompile::Compiler;
 
 struct Wamr;
 
 impl Compiler for Wamr {
     const RUNTIME: RuntimeId = RuntimeId::Wamr;
+
+    /// The shared targets, and 32-bit Raspberry Pi OS (ARMv7, hard float).
+    fn supported_targets(&self) -> Vec<String> {
+        vec![
+            host_target(),
+            "aarch64-unknown-linux-gnu".into(),
+            "armv7-unknown-linux-gnueabihf".into(),
+        ]
+    }
 
     fn compile(&self, wasm: &[u8], target: &str, native_cpu: bool) -> anyhow::Result<Vec<u8>> {
         let version = wamr_compiler_sys::WAMR_VERSION;
@@ -34,8 +43,12 @@ impl Compiler for Wamr {
             );
         }
         wamr_profile::check_tables(wasm).map_err(anyhow::Error::msg)?;
-        let aot = aot::compile(wasm, &target::for_triple(target, native_cpu)?)?;
-        Ok(wamr_profile::wrap(&wamr_profile::tag(version), &aot))
+        let target = target::for_triple(target, native_cpu)?;
+        let aot = aot::compile(wasm, &target)?;
+        Ok(wamr_profile::wrap(
+            &wamr_profile::tag(version, target.profile),
+            &aot,
+        ))
     }
 }
 

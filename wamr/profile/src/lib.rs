@@ -22,17 +22,57 @@ pub const REFERENCE_TYPES: bool = true;
 /// whenever reference types are on (rustc's and clang's default for wasm32 since LLVM 19).
 /// Part of reference types; WAMR reads such an index only when told to.
 pub const CALL_INDIRECT_OVERLONG: bool = REFERENCE_TYPES;
-/// 128-bit SIMD; the fast interpreter runs it through Debian's SIMDe headers.
-pub const SIMD: bool = true;
 /// `return_call` and friends.
 pub const TAIL_CALL: bool = true;
 
-/// Linear memory is guarded by the hardware: the runtime reserves 8 GiB of address space per
-/// memory (the 4 GiB a 32-bit index can reach plus a 4 GiB guard), so an out-of-bounds access
-/// faults and WAMR's signal handler turns the fault into a trap; compiled code therefore carries
-/// no bounds checks. WAMR does this on 64-bit Linux (x86_64, aarch64), the only targets the
-/// precompiler emits. The other choice, software checks, costs a compare and branch per access.
-pub const HARDWARE_BOUNDS_CHECKS: bool = true;
+/// What the profile sets per target architecture: how linear memory is guarded and whether
+/// guests get SIMD. Compiled code and the runtime must agree on both, so both are in the tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TargetProfile {
+    /// Linear memory is guarded by the hardware: the runtime reserves 8 GiB of address space
+    /// per memory (the 4 GiB a 32-bit index can reach plus a 4 GiB guard), so an out-of-bounds
+    /// access faults and WAMR's signal handler turns the fault into a trap; compiled code
+    /// therefore carries no bounds checks. WAMR does this on 64-bit Linux (x86_64, aarch64). A
+    /// 32-bit process has no such address space to spare: there, compiled code checks every
+    /// access (a compare and branch each) and the runtime allocates memories as they are.
+    pub hardware_bounds_checks: bool,
+    /// 128-bit SIMD: the fast interpreter runs it through Debian's SIMDe headers, AOT code as
+    /// SSE4 or NEON. WAMR's compiler lowers SIMD for x86_64 and aarch64 only, so on 32-bit ARM
+    /// both sides leave it out and a module that uses it is refused at /init.
+    pub simd: bool,
+}
+
+/// The profile's targets: 64-bit x86 and ARM, and 32-bit ARMv7 with hardware floating point
+/// (32-bit Raspberry Pi OS).
+pub const SUPPORTED_ARCHS: &str = "x86_64, aarch64, arm (armv7, hard float)";
+
+impl TargetProfile {
+    /// The profile for a Rust target architecture (`CARGO_CFG_TARGET_ARCH`, the first part of
+    /// a target triple with `armv7` read as `arm`).
+    pub fn for_arch(arch: &str) -> Result<Self, UnsupportedArch> {
+        match arch {
+            "x86_64" | "aarch64" => Ok(TargetProfile {
+                hardware_bounds_checks: true,
+                simd: true,
+            }),
+            "arm" | "armv7" => Ok(TargetProfile {
+                hardware_bounds_checks: false,
+                simd: false,
+            }),
+            other => Err(UnsupportedArch(other.to_owned())),
+        }
+    }
+
+    /// The profile of the machine this code runs on.
+    pub fn this_machine() -> Result<Self, UnsupportedArch> {
+        Self::for_arch(std::env::consts::ARCH)
+    }
+}
+
+/// A target architecture the WAMR profile has no settings for.
+#[derive(Debug, Error, PartialEq, Eq)]
+#[error("the WAMR backend supports {SUPPORTED_ARCHS}, not {0}")]
+pub struct UnsupportedArch(pub String);
 
 /// The native stack is checked by compiled code (the stack pointer against the worker thread's
 /// stack boundary at function entry), not by guard pages: to place guard pages WAMR first
@@ -50,15 +90,16 @@ pub const PAYLOAD_MAGIC: &[u8; 8] = b"OWWAMR01";
 /// Longest tag accepted when parsing (a real one is under 100 bytes).
 const MAX_TAG_LEN: usize = 1024;
 
-/// Names the WAMR version and every profile setting compiled code depends on.
-pub fn tag(wamr_version: &str) -> String {
+/// Names the WAMR version and every profile setting compiled code for `target` depends on.
+pub fn tag(wamr_version: &str, target: TargetProfile) -> String {
     let switches = [
         (BULK_MEMORY, "bulk-memory"),
         (REFERENCE_TYPES, "reference-types"),
         (CALL_INDIRECT_OVERLONG, "call-indirect-overlong"),
-        (SIMD, "simd"),
+        (target.simd, "simd"),
         (TAIL_CALL, "tail-call"),
-        (HARDWARE_BOUNDS_CHECKS, "guard-pages"),
+        (target.hardware_bounds_checks, "guard-pages"),
+        (!target.hardware_bounds_checks, "bounds-checks"),
         (!NATIVE_STACK_GUARD_PAGES, "stack-checks"),
         (TERMINATION_CHECKS, "termination-checks"),
     ];
@@ -119,9 +160,14 @@ pub fn unwrap<'a>(expected: &str, payload: &'a [u8]) -> Result<&'a [u8], Payload
 mod tests {
     use super::*;
 
+    const SIXTY_FOUR: TargetProfile = TargetProfile {
+        hardware_bounds_checks: true,
+        simd: true,
+    };
+
     #[test]
     fn payload_round_trips() {
-        let tag = tag("2.4.3");
+        let tag = tag("2.4.3", SIXTY_FOUR);
         assert!(tag.starts_with("wamr 2.4.3 ["), "{tag}");
         let payload = wrap(&tag, b"\0aot rest");
         assert_eq!(unwrap(&tag, &payload), Ok(&b"\0aot rest"[..]));
@@ -129,8 +175,8 @@ mod tests {
 
     #[test]
     fn another_profile_or_garbage_is_refused() {
-        let payload = wrap(&tag("2.4.2"), b"\0aot");
-        match unwrap(&tag("2.4.3"), &payload) {
+        let payload = wrap(&tag("2.4.2", SIXTY_FOUR), b"\0aot");
+        match unwrap(&tag("2.4.3", SIXTY_FOUR), &payload) {
             Err(PayloadError::ProfileMismatch { found, expected }) => {
                 assert!(found.contains("2.4.2") && expected.contains("2.4.3"));
             }
@@ -144,5 +190,27 @@ mod tests {
         ] {
             assert_eq!(unwrap("x", bad), Err(PayloadError::Malformed));
         }
+    }
+
+    #[test]
+    fn code_for_32_bit_arm_is_not_code_for_64_bit_machines() {
+        let arm = TargetProfile::for_arch("arm").unwrap();
+        assert_eq!(TargetProfile::for_arch("armv7"), Ok(arm));
+        assert_eq!(TargetProfile::for_arch("aarch64"), Ok(SIXTY_FOUR));
+        assert_eq!(TargetProfile::for_arch("x86_64"), Ok(SIXTY_FOUR));
+        let (arm, wide) = (tag("2.4.3", arm), tag("2.4.3", SIXTY_FOUR));
+        assert!(
+            arm.contains("bounds-checks") && !arm.contains("simd"),
+            "{arm}"
+        );
+        assert!(
+            wide.contains("guard-pages") && wide.contains("simd"),
+            "{wide}"
+        );
+        assert!(matches!(
+            unwrap(&wide, &wrap(&arm, b"\0aot")),
+            Err(PayloadError::ProfileMismatch { .. })
+        ));
+        assert!(TargetProfile::for_arch("riscv64").is_err());
     }
 }

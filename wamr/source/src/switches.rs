@@ -8,12 +8,12 @@ fn flag(on: bool) -> &'static str {
     if on { "1" } else { "0" }
 }
 
-/// Switches both libraries set alike, as cmake cache entries.
-pub fn shared_switches() -> Vec<(&'static str, &'static str)> {
+/// Switches both libraries set alike for code that runs on `target`, as cmake cache entries.
+pub fn shared_switches(target: profile::TargetProfile) -> Vec<(&'static str, &'static str)> {
     vec![
         ("WAMR_BUILD_BULK_MEMORY", flag(profile::BULK_MEMORY)),
         ("WAMR_BUILD_REF_TYPES", flag(profile::REFERENCE_TYPES)),
-        ("WAMR_BUILD_SIMD", flag(profile::SIMD)),
+        ("WAMR_BUILD_SIMD", flag(target.simd)),
         ("WAMR_BUILD_TAIL_CALL", flag(profile::TAIL_CALL)),
         // The thread manager carries the terminate flag the watchdog sets; guests get no
         // threads of their own (no wasi-threads, no pthread library, no shared memory).
@@ -32,13 +32,17 @@ pub fn shared_switches() -> Vec<(&'static str, &'static str)> {
     ]
 }
 
-/// WAMR's name for a Rust target architecture, for the targets the profile is valid on.
+/// WAMR's name for a Rust target architecture, for the targets the profile is valid on. 32-bit
+/// ARM is ARMv7 with hardware floating point (`armv7-unknown-linux-gnueabihf`), what 32-bit
+/// Raspberry Pi OS runs.
 pub fn wamr_target(rust_arch: &str) -> anyhow::Result<&'static str> {
     match rust_arch {
         "x86_64" => Ok("X86_64"),
         "aarch64" => Ok("AARCH64"),
+        "arm" => Ok("ARMV7_VFP"),
         other => bail!(
-            "the WAMR profile relies on guard pages, which WAMR provides on 64-bit Linux (x86_64, aarch64), not on {other}"
+            "the WAMR backend supports {}, not {other}",
+            profile::SUPPORTED_ARCHS
         ),
     }
 }

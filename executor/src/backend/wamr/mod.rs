@@ -77,7 +77,7 @@ impl Backend for WamrBackend {
             .write(true)
             .open("/dev/null")
             .context("opening /dev/null for the guests' stdio")?;
-        let tag = wamr_profile::tag(version);
+        let tag = wamr_profile::tag(version, wamr_profile::TargetProfile::this_machine()?);
         tracing::info!(
             %tag,
             sources = wamr_runtime_sys::WAMR_SOURCES,

@@ -9,6 +9,8 @@ mod host;
 mod http_import;
 mod imports;
 mod memory;
+#[cfg(target_arch = "aarch64")]
+mod soft_float;
 mod wasi;
 
 use std::sync::Arc;

@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# Builds the executors for ARM boards on this x86_64 machine and runs the conformance suite
+# against them under qemu-user. Used by the Makefile (build-aarch64, build-armv7, test-cross)
+# and by scripts/test.sh.
+#
+#   scripts/cross.sh deps                      Debian packages (scripts/prerequisites.sh cross)
+#   scripts/cross.sh build TARGET [BACKEND...] the executors (stripped) in target/cross/TRIPLE/
+#   scripts/cross.sh test [--all] TARGET [BACKEND...]
+#                                              the conformance suite against them, under qemu:
+#                                              a third of it by default (the protocol, grants,
+#                                              artifacts, bad input, time and memory limits;
+#                                              about two minutes per backend), --all for all of it
+#
+# TARGET is aarch64 (64-bit Raspberry Pi OS and Debian arm64: aarch64-unknown-linux-gnu) or
+# armv7 (32-bit Raspberry Pi OS: armv7-unknown-linux-gnueabihf). BACKEND is wasmtime,
+# wasmer-headless or wamr, or `precompilers` (the precompile front end and wasmtime's
+# precompiler, which need no LLVM); the default is everything the target has: all of these on
+# aarch64, WAMR on armv7.
+# wasmer runs headless on the board (no LLVM there): its artifacts, like WAMR's AOT ones, are
+# precompiled on this host with `wasm-precompile --target TRIPLE`.
+#
+# Debian's own Rust compiler (rustc-web) builds the standard library for the target from its
+# sources (rust-web-src, -Zbuild-std), so rustup needs no extra targets and nothing is
+# downloaded besides crates and Debian packages. The suite's test binary runs on this host; only
+# the executor is emulated (qemu-user with the target's libraries from the cross packages).
+# Timings under emulation say nothing about a board's speed.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+# shellcheck source=scripts/common.sh
+source scripts/common.sh
+
+TARGET_DIR="${CARGO_TARGET_DIR:-target}"
+
+# target_facts TARGET: sets triple, gnu (the cross tools' prefix), qemu and backends.
+target_facts() {
+    case "$1" in
+    aarch64)
+        triple=aarch64-unknown-linux-gnu gnu=aarch64-linux-gnu qemu=qemu-aarch64-static
+        backends=(wasmtime wasmer-headless wamr precompilers)
+        ;;
+    armv7)
+        triple=armv7-unknown-linux-gnueabihf gnu=arm-linux-gnueabihf qemu=qemu-arm-static
+        backends=(wamr)
+        ;;
+    *) die "unknown target '$1' (aarch64, armv7)" ;;
+    esac
+    out="$TARGET_DIR/cross/$triple"
+}
+
+# features BACKEND: the executor's cargo features for a backend.
+features() {
+    case "$1" in
+    wasmtime) echo "--features=wasm-executor/wasmtime" ;;
+    wasmer-headless) echo "--features=wasm-executor/wasmer-headless" ;;
+    wamr) echo "--features=wasm-executor/wamr" ;;
+    *) die "unknown backend '$1' (wasmtime, wasmer-headless, wamr, precompilers)" ;;
+    esac
+}
+
+# cross_cargo ARGS...: Debian's cargo and rustc for $triple, the standard library built from source.
+cross_cargo() {
+    local var
+    var="$(tr 'a-z-' 'A-Z_' <<<"$triple")"
+    env RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 \
+        "CARGO_TARGET_${var}_LINKER=$gnu-gcc" \
+        "CC_${triple//-/_}=$gnu-gcc" "CXX_${triple//-/_}=$gnu-g++" "AR_${triple//-/_}=$gnu-ar" \
+        /usr/bin/cargo "$@" --locked --release --target "$triple" -Zbuild-std=std,panic_unwind
+}
+
+build() {
+    local backend
+    scripts/prerequisites.sh cross
+    mkdir -p "$out"
+    for backend in "${backends[@]}"; do
+        if [[ "$backend" == precompilers ]]; then
+            step "$triple: wasm-precompile (front end) and wasm-precompile-wasmtime"
+            cross_cargo build -p wasm-precompile -p wasm-precompile-wasmtime
+            "$gnu-strip" -o "$out/wasm-precompile" "$TARGET_DIR/$triple/release/wasm-precompile"
+            "$gnu-strip" -o "$out/wasm-precompile-wasmtime" "$TARGET_DIR/$triple/release/wasm-precompile-wasmtime"
+            continue
+        fi
+        step "$triple: wasm-executor ($backend)"
+        cross_cargo build -p wasm-executor --no-default-features "$(features "$backend")"
+        "$gnu-strip" -o "$out/wasm-executor-$backend" "$TARGET_DIR/$triple/release/wasm-executor"
+    done
+    step "$triple: built in $out"
+    ls -l "$out"
+}
+
+# host_suite BACKEND: the path of this host's conformance test binary for BACKEND (built now
+# when missing, with the host precompiler its harness calls: artifacts for the board are made
+# here). wasmer headless is tested with the wasmer build's suite and precompiler.
+host_suite() {
+    local features
+    case "$1" in
+    wasmtime)
+        features=()
+        cargo build --release --locked -p wasm-precompile-wasmtime >&2
+        ;;
+    wasmer-headless)
+        features=(-p wasm-executor --no-default-features --features wasm-executor/wasmer)
+        scripts/wasmer.sh build >&2
+        ;;
+    wamr)
+        features=(-p wasm-executor --no-default-features --features wasm-executor/wamr)
+        scripts/wamr.sh build >&2
+        ;;
+    esac
+    cargo test --release --locked "${features[@]}" --test conformance --no-run --message-format=json |
+        python3 -c 'import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "conformance" and m.get("executable"):
+        print(m["executable"])'
+}
+
+test_suite() {
+    local backend suite binary failed=()
+    scripts/prerequisites.sh cross
+    for backend in "${backends[@]}"; do
+        [[ "$backend" == precompilers ]] && continue
+        binary="$out/wasm-executor-$backend"
+        [[ -x "$binary" ]] || die "$binary is missing: run scripts/cross.sh build ${TARGET_NAME} first"
+        suite="$(host_suite "$backend")"
+        [[ -x "$suite" ]] || die "no conformance test binary for $backend"
+        step "$triple, $backend: the conformance suite against the emulated executor ($qemu)"
+        local env_vars=(
+            "WASM_EXECUTOR_BIN=$(realpath "$binary")"
+            "WASM_EXECUTOR_LAUNCHER=$qemu"
+            "QEMU_LD_PREFIX=/usr/$gnu"
+            "WASM_EXECUTOR_TARGET=$triple"
+        )
+        local selection=("${SKIPPED[@]}")
+        if [[ "$backend" == wasmer-headless ]]; then
+            env_vars+=(WASM_EXECUTOR_ARTIFACTS_ONLY=1)
+            selection+=("${HEADLESS_SKIPPED[@]}")
+        fi
+        [[ $ALL == 1 ]] || selection+=("${REDUCED[@]}")
+        if ! env "${env_vars[@]}" "$suite" --test-threads 2 "${selection[@]}"; then
+            failed+=("$backend")
+        fi
+    done
+    [[ ${#failed[@]} -eq 0 ]] || die "$triple: the conformance suite failed for ${failed[*]}"
+}
+
+# The tests that say nothing under emulation, skipped even with --all: qemu's translated-code
+# cache counts as the executor's memory, so `hostile::resources` (RSS before and after) measures
+# the emulator, and its log flood outlasts the 60 s time limit at emulated speed; the async
+# execution test gives a loop 300 ms of work, which WAMR's interpreter under qemu overruns.
+SKIPPED=(--skip hostile::resources --skip guest_execution::async_execution_runs_actions_traps_and_time_limits)
+# The headless wasmer build refuses portable Wasm by design (executor/tests/wasmer checks the
+# refusal); the harness precompiles the modules it sends, but these tests send portable code in
+# other shapes (zipped, as text, by hand) or check the cache of compiled portable modules.
+HEADLESS_SKIPPED=(--skip artifacts::portable_modules_are_compiled_once_and_cached
+    --skip bad_input::code_sent_as_text_is_webassembly_text_or_a_request_to_zip_it
+    --skip hostile::api::a_unix_socket_is_private_to_the_executors_user
+    --skip hostile::api::web_pages_cannot_install_or_run_code
+    --skip hostile::grants::a_planted_cache_entry_is_never_loaded
+    --skip runtime_contract::add_through_a_zip_like_wsk_uploads_it)
+# What runs by default: everything the target's code generation and ABI could break (OpenWhisk's
+# protocol, WASI grants, artifacts for the target, malformed input, stopping a guest at its time
+# and memory limits, the features today's compilers emit), not the scheduling and
+# hostile-tenant tests, which are the same code on every target and run natively above.
+REDUCED=(runtime_contract:: capabilities:: artifacts:: bad_input:: guest_execution::
+    limits::an_infinite_loop_times_out_while_others_are_served
+    limits::a_memory_hog_is_stopped_at_the_container_limit
+    toolchains::every_feature_of_todays_compilers_runs_portable_and_precompiled)
+
+
+[[ $# -ge 1 ]] || {
+    sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+}
+command="$1"
+shift
+if [[ "$command" == deps ]]; then
+    scripts/prerequisites.sh cross
+    exit 0
+fi
+[[ $# -ge 1 ]] || die "$command needs a TARGET (aarch64, armv7)"
+ALL=0
+if [[ "$command" == test && "$1" == --all ]]; then
+    ALL=1
+    shift
+fi
+[[ $# -ge 1 ]] || die "$command needs a TARGET (aarch64, armv7)"
+TARGET_NAME="$1"
+shift
+target_facts "$TARGET_NAME"
+[[ $# -eq 0 ]] || backends=("$@")
+for backend in "${backends[@]}"; do
+    [[ "$backend" == precompilers ]] || features "$backend" >/dev/null
+done
+case "$command" in
+build) build ;;
+test) test_suite ;;
+*) die "unknown command '$command' (deps, build, test)" ;;
+esac
