@@ -490,9 +490,7 @@ fn code_for_executor(code: &[u8]) -> Vec<u8> {
     if !artifacts_only() || !code.starts_with(b"\0asm") {
         return code.to_vec();
     }
-    use sha2::Digest as _;
-    let digest = sha2::Sha256::digest(code);
-    let name: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    let name = wasm_artifact::sha256_hex(code);
     let dir = std::env::temp_dir().join(format!("conformance-artifacts-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let out = dir.join(format!("{name}.zip"));
