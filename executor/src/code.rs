@@ -87,10 +87,7 @@ pub fn decode(
     if binary == Some(false) {
         return Err(CodeError::NotWebAssemblyText);
     }
-    let compact: Vec<u8> = code.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(&compact)
-        .map_err(CodeError::Base64)?;
+    let bytes = decode_base64(code)?;
     if bytes.is_empty() {
         return Err(CodeError::Empty);
     }
@@ -100,6 +97,19 @@ pub fn decode(
         bytes
     };
     classify(module)
+}
+
+/// Base64 as sent, decoded without a copy; only text with line breaks or other whitespace in
+/// it (as `base64` and MIME encoders wrap it) is decoded again from a copy without them.
+fn decode_base64(code: &str) -> Result<Vec<u8>, CodeError> {
+    let base64 = base64::engine::general_purpose::STANDARD;
+    base64.decode(code).or_else(|error| {
+        if !code.bytes().any(|b| b.is_ascii_whitespace()) {
+            return Err(CodeError::Base64(error));
+        }
+        let compact: Vec<u8> = code.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+        base64.decode(&compact).map_err(CodeError::Base64)
+    })
 }
 
 /// WebAssembly text starts with a module form or a comment; base64 has neither `(` nor `;`.

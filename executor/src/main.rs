@@ -14,6 +14,7 @@ mod pool;
 mod protocol;
 mod registry;
 mod service;
+mod shared_code;
 mod state;
 
 use std::sync::Arc;

@@ -1,5 +1,5 @@
-//! Prometheus metrics: activations by outcome, init and run latency, live containers and pool
-//! occupancy, rendered in the text exposition format for `GET /metrics`.
+//! Prometheus metrics: activations by outcome, init and run latency, live containers, the
+//! modules they share, and pool occupancy, rendered in the text exposition format for `GET /metrics`.
 
 use std::{sync::atomic::AtomicU64, time::Duration};
 
@@ -21,6 +21,7 @@ pub struct Metrics {
     init_seconds: Histogram,
     run_seconds: Histogram,
     containers: Gauge,
+    modules: Gauge,
     pool_running: Gauge,
     pool_queued: Gauge,
     pending_log_bytes: Gauge,
@@ -40,6 +41,7 @@ impl Default for Metrics {
         let init_seconds = Histogram::new(latency_buckets());
         let run_seconds = Histogram::new(latency_buckets());
         let containers = Gauge::default();
+        let modules = Gauge::default();
         let pool_running = Gauge::default();
         let pool_queued = Gauge::default();
         let pending_log_bytes = Gauge::default();
@@ -61,6 +63,11 @@ impl Default for Metrics {
             run_seconds.clone(),
         );
         registry.register("containers", "Initialized containers", containers.clone());
+        registry.register(
+            "modules",
+            "Distinct uploads loaded and shared by the containers that carry them (or loading)",
+            modules.clone(),
+        );
         registry.register(
             "pool_running",
             "Guest jobs running on the blocking pool",
@@ -88,6 +95,7 @@ impl Default for Metrics {
             init_seconds,
             run_seconds,
             containers,
+            modules,
             pool_running,
             pool_queued,
             pending_log_bytes,
@@ -118,11 +126,13 @@ impl Metrics {
     pub fn render(
         &self,
         containers: usize,
+        modules: usize,
         running: usize,
         queued: usize,
         pending_log_bytes: usize,
     ) -> String {
         self.containers.set(containers as i64);
+        self.modules.set(modules as i64);
         self.pool_running.set(running as i64);
         self.pool_queued.set(queued as i64);
         self.pending_log_bytes.set(pending_log_bytes as i64);

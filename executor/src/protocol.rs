@@ -2,10 +2,13 @@
 //! Fields the executor does not use (`limits.concurrency`, …) are accepted and ignored: every
 //! run is isolated whatever the concurrency.
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, fmt};
 
-use serde::Deserialize;
-use serde_json::Value;
+use serde::{
+    Deserialize, Deserializer,
+    de::{self, MapAccess, Visitor},
+};
+use serde_json::{Value, value::RawValue};
 
 #[derive(Debug, Deserialize)]
 pub struct InitRequest {
@@ -54,13 +57,47 @@ pub struct Limits {
     pub logs: Option<u64>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 pub struct RunRequest {
-    #[serde(default)]
-    pub value: Value,
+    /// The parameters' JSON text as sent (`null` when absent), never parsed into a tree.
+    pub value: Box<RawValue>,
     /// Every other field (namespace, action_name, activation_id, deadline, api_key, …).
-    #[serde(flatten)]
     pub context: BTreeMap<String, Value>,
+}
+
+/// `value` and every other field in one pass, without buffering the body as
+/// `#[serde(flatten)]` would.
+impl<'de> Deserialize<'de> for RunRequest {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> Visitor<'de> for Fields {
+            type Value = RunRequest;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object with the activation's `value` and its context")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RunRequest, A::Error> {
+                let mut value = None;
+                let mut context = BTreeMap::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    if key != "value" {
+                        context.insert(key, map.next_value()?);
+                    } else if value.is_some() {
+                        return Err(de::Error::duplicate_field("value"));
+                    } else {
+                        value = Some(map.next_value::<Box<RawValue>>()?);
+                    }
+                }
+                let value = match value {
+                    Some(value) => value,
+                    None => RawValue::from_string("null".into()).map_err(de::Error::custom)?,
+                };
+                Ok(RunRequest { value, context })
+            }
+        }
+        deserializer.deserialize_map(Fields)
+    }
 }
 
 impl RunRequest {
@@ -127,7 +164,26 @@ mod tests {
         let env = run.activation_env();
         assert!(env.contains(&("__OW_NAMESPACE".into(), "guest".into())));
         assert!(env.contains(&("__OW_ACTIVATION_ID".into(), "abc".into())));
+        assert!(!env.iter().any(|(name, _)| name == "__OW_VALUE"));
         assert_eq!(run.deadline_epoch_ms(), Some(1_700_000_060_000));
+    }
+
+    #[test]
+    fn run_parameters_pass_as_sent() {
+        let run: RunRequest =
+            serde_json::from_str(r#"{"value": {"n": 1.50, "big": 123456789012345678901234}}"#)
+                .unwrap();
+        assert_eq!(
+            run.value.get(),
+            r#"{"n": 1.50, "big": 123456789012345678901234}"#
+        );
+        let absent: RunRequest = serde_json::from_str(r#"{"activation_id": "a"}"#).unwrap();
+        assert_eq!(absent.value.get(), "null");
+        // JSON's grammar allows a lone surrogate escape; the guest's parser decides about it.
+        let lone: RunRequest = serde_json::from_str(r#"{"value": "\udc00"}"#).unwrap();
+        assert_eq!(lone.value.get(), r#""\udc00""#);
+        assert!(serde_json::from_str::<RunRequest>(r#"{"value": 1, "value": 2}"#).is_err());
+        assert!(serde_json::from_str::<RunRequest>("[1]").is_err());
     }
 
     #[test]

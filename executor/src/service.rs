@@ -25,14 +25,18 @@ use crate::{
     pool::{ExecutionPool, PoolError},
     protocol::{InitRequest, Limits as InitLimits, RunRequest, check_env, env_text},
     registry::{Lookup, Registry, Reserve},
+    shared_code::{SharedCode, Upload},
     state::Directories,
 };
+
+/// The loaded code of the build's backend.
+type Code = <ActiveBackend as Backend>::Code;
 
 pub const MORE_THAN_ONCE: &str = "Cannot initialize the action more than once.";
 pub const MISSING_CODE: &str = "Missing main/no code to execute.";
 
 /// Errors of the executor's operations; the HTTP layer maps each kind to one status.
-#[derive(Debug, Error)]
+#[derive(Debug, Clone, Error)]
 pub enum ServiceError {
     #[error("{0}")]
     BadRequest(String),
@@ -66,6 +70,8 @@ struct ContainerLimits {
 
 /// An initialized container: its prepared module and everything fixed at /init.
 pub struct Container {
+    /// Keeps the upload's loaded code shared while the container lives.
+    _upload: Arc<Upload<Code>>,
     module: <ActiveBackend as Backend>::Module,
     program_name: String,
     env: Vec<(String, String)>,
@@ -78,6 +84,7 @@ pub struct Executor {
     backend: Arc<ActiveBackend>,
     pool: ExecutionPool,
     containers: Registry<Container>,
+    uploads: SharedCode<Code>,
     grant_root: GrantRoot,
     log_budget: Arc<LogBudget>,
     config: Config,
@@ -121,13 +128,15 @@ impl Executor {
             backend: Arc::new(backend),
             pool,
             containers: Registry::default(),
+            uploads: SharedCode::new(u64::from_le_bytes(random_bytes("the upload index")?)),
             grant_root,
             log_budget: LogBudget::new(config.max_pending_log_mb << 20),
             config,
             trusted_keys,
             net,
             target: host_target(),
-            instance: new_instance_id()?,
+            // 128 random bits in hex.
+            instance: hex::encode(random_bytes::<16>("the instance id")?),
             metrics: Metrics::default(),
         })
     }
@@ -159,6 +168,7 @@ impl Executor {
     pub fn render_metrics(&self) -> String {
         self.metrics.render(
             self.containers.ready_count(),
+            self.uploads.len(),
             self.pool.running(),
             self.pool.queued(),
             self.log_budget.used_bytes(),
@@ -171,7 +181,10 @@ impl Executor {
         request: InitRequest,
     ) -> Result<(), ServiceError> {
         let started = Instant::now();
-        let result = self.init_inner(id, request).await;
+        let result = self
+            .init_inner(id, request)
+            .instrument(tracing::info_span!("init", container = id))
+            .await;
         // Turned away before anything was tried (a 503, counted as a rejection by the API):
         // not an init that failed.
         if !matches!(result, Err(ServiceError::Overloaded(_))) {
@@ -239,23 +252,15 @@ impl Executor {
         }
         let program_name = value.name.unwrap_or_else(|| id.to_owned());
 
-        let this = Arc::clone(self);
-        let max_module_bytes = self.config.max_module_mb << 20;
-        let max_init = Duration::from_millis(self.config.max_init_ms);
-        let preparing = self
-            .pool
-            .run(move || this.prepare(&code, binary, max_module_bytes, &spec))
-            .instrument(tracing::info_span!("init", container = id));
-        let module = tokio::time::timeout(max_init, preparing)
-            .await
-            .map_err(|_| {
-                ServiceError::InitFailed(format!(
-                    "preparing the module took longer than this executor allows ({} ms)",
-                    max_init.as_millis()
-                ))
-            })???;
+        let upload = self.uploads.upload(code, binary);
+        let module = match upload.loaded() {
+            // Seen before: linking the shared code is all that is left, right here.
+            Some(code) => self.link(&code?, &spec)?,
+            None => self.load_and_link(&upload, &spec).await?,
+        };
         reservation
             .commit(Container {
+                _upload: upload,
                 module,
                 program_name,
                 env: env.into_iter().collect(),
@@ -309,16 +314,36 @@ impl Executor {
         })
     }
 
-    /// Decodes, verifies and prepares a module. Runs on the blocking pool.
-    fn prepare(
-        &self,
-        code: &str,
-        binary: Option<bool>,
-        max_module_bytes: usize,
+    /// Loads the upload's module on the blocking pool (or waits there for an /init of the same
+    /// upload that is loading it) and links it, within the operator's time for an /init.
+    async fn load_and_link(
+        self: &Arc<Self>,
+        upload: &Arc<Upload<Code>>,
         spec: &ModuleSpec,
     ) -> Result<<ActiveBackend as Backend>::Module, ServiceError> {
+        let this = Arc::clone(self);
+        let upload = Arc::clone(upload);
+        let spec = spec.clone();
+        let max_init = Duration::from_millis(self.config.max_init_ms);
+        let preparing = self.pool.run(move || {
+            let code = upload.load(|text, binary| this.load(text, binary))?;
+            this.link(&code, &spec)
+        });
+        tokio::time::timeout(max_init, preparing)
+            .await
+            .map_err(|_| {
+                ServiceError::InitFailed(format!(
+                    "preparing the module took longer than this executor allows ({} ms)",
+                    max_init.as_millis()
+                ))
+            })??
+    }
+
+    /// Decodes, verifies and loads an upload's module. Runs on the blocking pool.
+    fn load(&self, text: &str, binary: Option<bool>) -> Result<Code, ServiceError> {
         let init_failed = |e: &dyn std::fmt::Display| ServiceError::InitFailed(e.to_string());
-        let module = code::decode(code, binary, max_module_bytes).map_err(|e| init_failed(&e))?;
+        let module = code::decode(text, binary, self.config.max_module_mb << 20)
+            .map_err(|e| init_failed(&e))?;
         let input = match &module {
             ModuleCode::Portable { wasm, sha256 } => PrepareInput::Portable { wasm, sha256 },
             ModuleCode::Precompiled(envelope) => {
@@ -333,10 +358,16 @@ impl Executor {
                 PrepareInput::Precompiled(envelope)
             }
         };
-        self.backend.prepare(input, spec).map_err(|e| match e {
-            PrepareError::Internal(error) => ServiceError::Internal(format!("{error:#}")),
-            other => init_failed(&other),
-        })
+        self.backend.load(input).map_err(prepare_failed)
+    }
+
+    /// Links loaded code for one container's grants and entry point.
+    fn link(
+        &self,
+        code: &Arc<Code>,
+        spec: &ModuleSpec,
+    ) -> Result<<ActiveBackend as Backend>::Module, ServiceError> {
+        self.backend.link(code, spec).map_err(prepare_failed)
     }
 
     pub async fn run(
@@ -362,9 +393,10 @@ impl Executor {
             .get("activation_id")
             .map(env_text)
             .unwrap_or_default();
-        let span = tracing::info_span!("run", container = id, activation = %activation_id);
+        // At debug level: an enabled span per activation costs more than a no-op guest's run.
+        let span = tracing::debug_span!("run", container = id, activation = %activation_id);
         let started = Instant::now();
-        let (activation, limit) = self.activation(&container, &request)?;
+        let (activation, limit) = self.activation(&container, request)?;
         let backend = Arc::clone(&self.backend);
         let timeout_ms = limit.as_millis() as u64;
         let worker_container = Arc::clone(&container);
@@ -391,11 +423,11 @@ impl Executor {
 
     /// The activation for the backend, and its time limit: what remains until the run's
     /// `deadline`, else the container's timeout. A context field that cannot be an environment
-    /// variable is the request's fault.
+    /// variable is the request's fault. The parameters' text goes to the guest as it arrived.
     fn activation(
         &self,
         container: &Container,
-        request: &RunRequest,
+        request: RunRequest,
     ) -> Result<(Activation, Duration), ServiceError> {
         // Later entries win: the run's __OW_* override the init's.
         let mut env: BTreeMap<String, String> = container.env.iter().cloned().collect();
@@ -414,7 +446,7 @@ impl Executor {
         };
         let activation = Activation {
             program_name: container.program_name.clone(),
-            params: request.value.to_string(),
+            params: String::from(Box::<str>::from(request.value)),
             env: env.into_iter().collect(),
             deadline: Instant::now() + limit,
             output: OutputCapture::new(container.log_limit_bytes, self.max_result_bytes()),
@@ -449,12 +481,20 @@ impl Executor {
     }
 }
 
-/// 128 random bits in hex.
-fn new_instance_id() -> anyhow::Result<String> {
-    let mut bytes = [0u8; 16];
+/// A backend's refusal is the module's fault (the /init failed), unless it says otherwise.
+fn prepare_failed(error: PrepareError) -> ServiceError {
+    match error {
+        PrepareError::Internal(error) => ServiceError::Internal(format!("{error:#}")),
+        other => ServiceError::InitFailed(other.to_string()),
+    }
+}
+
+/// `N` random bytes from the operating system, for `purpose`.
+fn random_bytes<const N: usize>(purpose: &str) -> anyhow::Result<[u8; N]> {
+    let mut bytes = [0u8; N];
     getrandom::getrandom(&mut bytes)
-        .map_err(|e| anyhow::anyhow!("no randomness for the instance id: {e}"))?;
-    Ok(hex::encode(bytes))
+        .map_err(|e| anyhow::anyhow!("no randomness for {purpose}: {e}"))?;
+    Ok(bytes)
 }
 
 fn now_epoch_ms() -> u64 {

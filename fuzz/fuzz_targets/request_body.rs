@@ -24,5 +24,8 @@ fuzz_target!(|body: &[u8]| {
             assert!(name.starts_with("__OW_"), "{name}");
         }
         let _ = run.deadline_epoch_ms();
+        // The parameters pass to the guest as sent: always one whole JSON value (syntactically:
+        // a lone UTF-16 surrogate escape such as "\udc00" passes, as JSON's grammar allows).
+        serde_json::from_str::<serde::de::IgnoredAny>(run.value.get()).expect("one JSON value");
     }
 });

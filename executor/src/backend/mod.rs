@@ -177,9 +177,14 @@ impl PortableModules {
     }
 }
 
-/// A Wasm runtime: prepares modules once per container and runs fresh instances of them.
+/// A Wasm runtime: loads a module once per distinct upload, links it for each container's
+/// grants, and runs a fresh instance of it per activation.
 pub trait Backend: Send + Sync + Sized + 'static {
-    /// A module ready to instantiate: compiled, linked, pre-instantiated.
+    /// A loaded module: compiled or deserialized and checked, with nothing of any container in
+    /// it; every container of the same upload shares one (see `shared_code.rs`).
+    type Code: Send + Sync + 'static;
+
+    /// A container's module: its shared code linked for the container's grants and entry point.
     type Module: Send + Sync + 'static;
 
     const RUNTIME: RuntimeId;
@@ -189,12 +194,13 @@ pub trait Backend: Send + Sync + Sized + 'static {
 
     fn new(settings: &BackendSettings) -> anyhow::Result<Self>;
 
-    /// Deserializes or compiles (through the cache) and links the module. Blocking.
-    fn prepare(
-        &self,
-        input: PrepareInput<'_>,
-        spec: &ModuleSpec,
-    ) -> Result<Self::Module, PrepareError>;
+    /// Deserializes or compiles (through the cache) and checks the module. Blocking.
+    fn load(&self, input: PrepareInput<'_>) -> Result<Self::Code, PrepareError>;
+
+    /// Checks `code` against what the container grants (imports, entry point) and links it.
+    /// Cheap after the first container with the same grants: it may run on an async task.
+    fn link(&self, code: &Arc<Self::Code>, spec: &ModuleSpec)
+    -> Result<Self::Module, PrepareError>;
 
     /// Runs one activation in a fresh instance of `module`. Blocking.
     fn run(&self, module: &Self::Module, activation: &Activation) -> GuestExit;

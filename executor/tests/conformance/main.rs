@@ -12,4 +12,5 @@ mod isolation;
 mod limits;
 mod observability;
 mod runtime_contract;
+mod sharing;
 mod toolchains;

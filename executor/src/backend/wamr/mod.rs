@@ -1,7 +1,8 @@
-//! The WAMR backend: a container's module is loaded once at /init — portable Wasm for WAMR's
-//! fast interpreter, or an AOT module from `wasm-precompile-wamr` — and shared by all of its
-//! runs; every /run instantiates it afresh on its worker thread, calls the entry point under the
-//! watchdog, and destroys the instance. All WAMR calls go through `ffi`, the only unsafe code.
+//! The WAMR backend: an upload's module is loaded once — portable Wasm for WAMR's fast
+//! interpreter, or an AOT module from `wasm-precompile-wamr` — and shared by all containers of
+//! that upload and all of their runs; every /run instantiates it afresh on its worker thread,
+//! calls the entry point under the watchdog, and destroys the instance. All WAMR calls go
+//! through `ffi`, the only unsafe code.
 
 #![deny(unsafe_code)]
 
@@ -48,14 +49,16 @@ pub struct WamrBackend {
     null_output: File,
 }
 
-/// A container's module: loaded, its imports checked and entry point resolved.
+/// A container's module: its upload's loaded module, the imports checked against the
+/// container's grants and the entry point resolved.
 pub struct PreparedModule {
-    module: LoadedModule,
+    module: Arc<LoadedModule>,
     entry: String,
     spec: ModuleSpec,
 }
 
 impl Backend for WamrBackend {
+    type Code = LoadedModule;
     type Module = PreparedModule;
 
     const RUNTIME: RuntimeId = RuntimeId::Wamr;
@@ -94,11 +97,7 @@ impl Backend for WamrBackend {
         })
     }
 
-    fn prepare(
-        &self,
-        input: PrepareInput<'_>,
-        spec: &ModuleSpec,
-    ) -> Result<PreparedModule, PrepareError> {
+    fn load(&self, input: PrepareInput<'_>) -> Result<LoadedModule, PrepareError> {
         let (code, expected) = match input {
             PrepareInput::Portable { wasm, sha256 } => {
                 tracing::debug!(sha256, "portable module for the fast interpreter");
@@ -118,8 +117,23 @@ impl Backend for WamrBackend {
                 ModuleKind::Aot,
             ),
         };
-        ffi::with_thread_env(|env| load_and_check(env, code, expected, spec))
+        ffi::with_thread_env(|env| load_checked(env, code, expected))
             .map_err(|e| PrepareError::Internal(anyhow::anyhow!(e)))?
+    }
+
+    fn link(
+        &self,
+        code: &Arc<LoadedModule>,
+        spec: &ModuleSpec,
+    ) -> Result<PreparedModule, PrepareError> {
+        check_imports(code, spec)?;
+        let entry = resolve_entry(code, spec.entry.as_deref())?;
+        tracing::debug!(kind = ?code.kind(), %entry, "module linked");
+        Ok(PreparedModule {
+            module: Arc::clone(code),
+            entry,
+            spec: spec.clone(),
+        })
     }
 
     fn run(&self, module: &PreparedModule, activation: &Activation) -> GuestExit {
@@ -202,13 +216,12 @@ impl WamrBackend {
     }
 }
 
-/// Loads `code` and checks it against the container's spec. Runs on a pool thread.
-fn load_and_check(
+/// Loads `code` and checks that it is of the kind expected. Runs on a pool thread.
+fn load_checked(
     env: &ThreadEnv,
     code: &[u8],
     expected: ModuleKind,
-    spec: &ModuleSpec,
-) -> Result<PreparedModule, PrepareError> {
+) -> Result<LoadedModule, PrepareError> {
     let module = LoadedModule::load(env, code).map_err(|error| {
         PrepareError::Invalid(match expected {
             ModuleKind::Bytecode => format!("the module does not compile: {error}"),
@@ -220,14 +233,8 @@ fn load_and_check(
             "the artifact's payload is not a WAMR AOT module; precompile it with wasm-precompile-wamr".into(),
         ));
     }
-    check_imports(&module, spec)?;
-    let entry = resolve_entry(&module, spec.entry.as_deref())?;
-    tracing::debug!(kind = ?module.kind(), %entry, "module loaded");
-    Ok(PreparedModule {
-        module,
-        entry,
-        spec: spec.clone(),
-    })
+    tracing::debug!(kind = ?module.kind(), "module loaded");
+    Ok(module)
 }
 
 /// Names the first import this container does not provide, with a hint when an annotation

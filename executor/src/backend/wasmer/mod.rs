@@ -39,19 +39,24 @@ pub struct WasmerBackend {
     watchdog: Watchdog,
 }
 
-/// A container's module, with its entry point and what the container grants it.
-pub struct PreparedModule {
+/// A loaded module with its own engine: wasmer frees machine code only with the engine that
+/// loaded it, so each upload's module has one and its code goes with the last container that
+/// holds it (one engine for the process would keep the code of every module ever loaded: a
+/// tenant that creates and destroys containers would grow the executor without bound).
+pub struct LoadedCode {
     module: Module,
-    /// The module's own engine: wasmer frees machine code only with the engine that loaded it,
-    /// so each container's module has one and a destroyed container's code goes with it (one
-    /// engine for the process would keep the code of every module ever loaded: a tenant that
-    /// creates and destroys containers would grow the executor without bound).
     engine: Engine,
+}
+
+/// A container's module: its shared code, entry point and what the container grants it.
+pub struct PreparedModule {
+    code: Arc<LoadedCode>,
     entry: String,
     spec: ModuleSpec,
 }
 
 impl Backend for WasmerBackend {
+    type Code = LoadedCode;
     type Module = PreparedModule;
 
     const RUNTIME: RuntimeId = RuntimeId::Wasmer;
@@ -87,11 +92,7 @@ impl Backend for WasmerBackend {
         })
     }
 
-    fn prepare(
-        &self,
-        input: PrepareInput<'_>,
-        spec: &ModuleSpec,
-    ) -> Result<PreparedModule, PrepareError> {
+    fn load(&self, input: PrepareInput<'_>) -> Result<LoadedCode, PrepareError> {
         let engine = engine::build();
         let module = match input {
             PrepareInput::Portable { wasm, sha256 } => self.compile(&engine, wasm, sha256)?,
@@ -108,11 +109,18 @@ impl Backend for WasmerBackend {
                 )?
             }
         };
-        let entry = resolve_entry(&module, spec.entry.as_deref())?;
-        imports::check(&engine, &module, spec.net.is_some())?;
+        Ok(LoadedCode { module, engine })
+    }
+
+    fn link(
+        &self,
+        code: &Arc<LoadedCode>,
+        spec: &ModuleSpec,
+    ) -> Result<PreparedModule, PrepareError> {
+        let entry = resolve_entry(&code.module, spec.entry.as_deref())?;
+        imports::check(&code.engine, &code.module, spec.net.is_some())?;
         Ok(PreparedModule {
-            module,
-            engine,
+            code: Arc::clone(code),
             entry,
             spec: spec.clone(),
         })
@@ -128,7 +136,7 @@ impl Backend for WasmerBackend {
             Ok(wasi) => wasi,
             Err(error) => return GuestExit::HostFailure(format!("{error:#}")),
         };
-        let mut store = Store::new(module.engine.clone());
+        let mut store = Store::new(module.code.engine.clone());
         let env = FunctionEnv::new(
             &mut store,
             RunEnv {
@@ -139,15 +147,19 @@ impl Backend for WasmerBackend {
                 clock: Arc::clone(&clock),
             },
         );
-        let imports =
-            match imports::build(&mut store, &env, &module.module, module.spec.net.is_some()) {
-                Ok(imports) => imports,
-                Err(error) => return GuestExit::HostFailure(error),
-            };
+        let imports = match imports::build(
+            &mut store,
+            &env,
+            &module.code.module,
+            module.spec.net.is_some(),
+        ) {
+            Ok(imports) => imports,
+            Err(error) => return GuestExit::HostFailure(error),
+        };
         // Watched from before instantiation on: a start function may loop too.
         let _watch = self.watchdog.watch(Arc::clone(&clock), store.interrupter());
         let instantiated = memory::with_budget(&budget, || {
-            Instance::new(&mut store, &module.module, &imports).map_err(Box::new)
+            Instance::new(&mut store, &module.code.module, &imports).map_err(Box::new)
         });
         let instance = match instantiated {
             Ok(instance) => instance,

@@ -1,12 +1,16 @@
 //! The wasmtime backend: modules compiled once (or loaded from our cache, or deserialized from
-//! a verified artifact) and pre-instantiated at /init; a fresh `Store` and instance per /run.
+//! a verified artifact) and pre-instantiated once per grant set, shared by every container of
+//! the same upload; a fresh `Store` and instance per /run.
 
 mod engine;
 mod http_import;
 mod poll;
 mod stdio;
 
-use std::{sync::Arc, time::Instant};
+use std::{
+    sync::{Arc, OnceLock},
+    time::Instant,
+};
 
 use wasm_artifact::RuntimeId;
 use wasmtime::{
@@ -28,7 +32,14 @@ pub struct WasmtimeBackend {
     unblocker: Unblocker,
 }
 
-/// A container's module: linked and pre-instantiated against WASI and its capabilities.
+/// A loaded module and its pre-instantiated forms, made on first use: linked against WASI,
+/// without and with the HTTP import of `net_access`.
+pub struct LoadedCode {
+    module: Module,
+    linked: [OnceLock<InstancePre<RunState>>; 2],
+}
+
+/// A container's module: its code's pre-instantiated form for the container's grants.
 pub struct PreparedModule {
     pre: InstancePre<RunState>,
     entry: String,
@@ -79,6 +90,7 @@ impl ResourceLimiter for MemoryLimiter {
 }
 
 impl Backend for WasmtimeBackend {
+    type Code = LoadedCode;
     type Module = PreparedModule;
 
     const RUNTIME: RuntimeId = RuntimeId::Wasmtime;
@@ -106,11 +118,7 @@ impl Backend for WasmtimeBackend {
         })
     }
 
-    fn prepare(
-        &self,
-        input: PrepareInput<'_>,
-        spec: &ModuleSpec,
-    ) -> Result<PreparedModule, PrepareError> {
+    fn load(&self, input: PrepareInput<'_>) -> Result<LoadedCode, PrepareError> {
         let module = match input {
             PrepareInput::Portable { wasm, sha256 } => {
                 let (module, source) = self
@@ -139,19 +147,29 @@ impl Backend for WasmtimeBackend {
                 })?
             }
         };
-        let entry = resolve_entry(&module, spec.entry.as_deref())?;
-        let mut linker: Linker<RunState> = Linker::new(&self.engine);
-        wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |s: &mut RunState| &mut s.wasi)
-            .map_err(|e| PrepareError::Internal(e.into()))?;
-        poll::add_to_linker(&mut linker).map_err(|e| PrepareError::Internal(e.into()))?;
-        if spec.net.is_some() {
-            http_import::add_to_linker(&mut linker)
-                .map_err(|e| PrepareError::Internal(e.into()))?;
-        }
-        check_imports(&self.engine, &linker, &module)?;
-        let pre = linker
-            .instantiate_pre(&module)
-            .map_err(|e| PrepareError::Invalid(format!("the module cannot be linked: {e:#}")))?;
+        Ok(LoadedCode {
+            module,
+            linked: Default::default(),
+        })
+    }
+
+    fn link(
+        &self,
+        code: &Arc<LoadedCode>,
+        spec: &ModuleSpec,
+    ) -> Result<PreparedModule, PrepareError> {
+        let entry = resolve_entry(&code.module, spec.entry.as_deref())?;
+        let with_net = spec.net.is_some();
+        let pre = match code.linked[usize::from(with_net)].get() {
+            Some(pre) => pre.clone(),
+            None => {
+                let pre = self.instantiate_pre(&code.module, with_net)?;
+                // Two containers linking at once both succeed; the first form is kept.
+                code.linked[usize::from(with_net)]
+                    .get_or_init(|| pre)
+                    .clone()
+            }
+        };
         Ok(PreparedModule {
             pre,
             entry,
@@ -185,6 +203,26 @@ impl Backend for WasmtimeBackend {
 }
 
 impl WasmtimeBackend {
+    /// Links `module` against WASI (and the HTTP import `with_net`) and pre-instantiates it.
+    fn instantiate_pre(
+        &self,
+        module: &Module,
+        with_net: bool,
+    ) -> Result<InstancePre<RunState>, PrepareError> {
+        let mut linker: Linker<RunState> = Linker::new(&self.engine);
+        wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |s: &mut RunState| &mut s.wasi)
+            .map_err(|e| PrepareError::Internal(e.into()))?;
+        poll::add_to_linker(&mut linker).map_err(|e| PrepareError::Internal(e.into()))?;
+        if with_net {
+            http_import::add_to_linker(&mut linker)
+                .map_err(|e| PrepareError::Internal(e.into()))?;
+        }
+        check_imports(&self.engine, &linker, module)?;
+        linker
+            .instantiate_pre(module)
+            .map_err(|e| PrepareError::Invalid(format!("the module cannot be linked: {e:#}")))
+    }
+
     fn new_store(
         &self,
         module: &PreparedModule,

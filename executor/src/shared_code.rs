@@ -1,0 +1,178 @@
+//! Loaded code by upload: every container whose /init carries the same code text shares one
+//! decoded, verified and compiled (or deserialized) module, loaded once, freed with the last
+//! container that holds it. Uploads are matched byte for byte, never by a hash alone.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex, MutexGuard, OnceLock, Weak},
+};
+
+use foldhash::fast::FixedState;
+
+use crate::service::ServiceError;
+
+/// The uploads held by live containers, by their exact code text. `binary: false` reads the
+/// same text differently (as WebAssembly text or a refusal), so it has a map of its own.
+pub struct SharedCode<T> {
+    index: Arc<Index<T>>,
+}
+
+type ByText<T> = HashMap<Arc<str>, Weak<Upload<T>>, FixedState>;
+
+struct Index<T> {
+    /// `[as sent with binary: false, otherwise]`.
+    maps: Mutex<[ByText<T>; 2]>,
+}
+
+/// One upload's code text and, once loaded, its module (or why it does not load). Containers
+/// hold it; the index only points to it.
+pub struct Upload<T> {
+    text: Arc<str>,
+    map: usize,
+    index: Arc<Index<T>>,
+    loaded: OnceLock<Result<Arc<T>, ServiceError>>,
+}
+
+impl<T> SharedCode<T> {
+    /// An empty index whose hashing is seeded with `seed` (random per process: nobody outside
+    /// can line up uploads in one bucket).
+    pub fn new(seed: u64) -> Self {
+        let map = || ByText::with_hasher(FixedState::with_seed(seed));
+        SharedCode {
+            index: Arc::new(Index {
+                maps: Mutex::new([map(), map()]),
+            }),
+        }
+    }
+}
+
+impl<T> Index<T> {
+    fn maps(&self) -> MutexGuard<'_, [ByText<T>; 2]> {
+        self.maps.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl<T> SharedCode<T> {
+    /// The upload of this code text: the one a live container holds, else a new one, not yet
+    /// loaded.
+    pub fn upload(&self, text: String, binary: Option<bool>) -> Arc<Upload<T>> {
+        let map = usize::from(binary != Some(false));
+        let mut maps = self.index.maps();
+        if let Some(upload) = maps[map].get(text.as_str()).and_then(Weak::upgrade) {
+            return upload;
+        }
+        let text: Arc<str> = text.into();
+        let upload = Arc::new(Upload {
+            text: Arc::clone(&text),
+            map,
+            index: Arc::clone(&self.index),
+            loaded: OnceLock::new(),
+        });
+        maps[map].insert(text, Arc::downgrade(&upload));
+        upload
+    }
+
+    /// Distinct uploads that live containers (or /inits in progress) hold.
+    pub fn len(&self) -> usize {
+        self.index.maps().iter().map(HashMap::len).sum()
+    }
+}
+
+impl<T> Upload<T> {
+    /// Whether `binary: false` came with the text.
+    pub fn binary(&self) -> Option<bool> {
+        (self.map == 0).then_some(false)
+    }
+
+    /// The module, when an earlier /init loaded it.
+    pub fn loaded(&self) -> Option<Result<Arc<T>, ServiceError>> {
+        self.loaded.get().cloned()
+    }
+
+    /// The module, loaded by `load` unless an earlier /init did; an /init of the same upload
+    /// that arrives meanwhile waits for this load instead of loading again. Blocking.
+    pub fn load(
+        &self,
+        load: impl FnOnce(&str, Option<bool>) -> Result<T, ServiceError>,
+    ) -> Result<Arc<T>, ServiceError> {
+        self.loaded
+            .get_or_init(|| load(&self.text, self.binary()).map(Arc::new))
+            .clone()
+    }
+}
+
+impl<T> Drop for Upload<T> {
+    /// Leaves the index with the last holder, unless a newer upload of the same text took the
+    /// entry meanwhile.
+    fn drop(&mut self) {
+        let mut maps = self.index.maps();
+        let map = &mut maps[self.map];
+        if map
+            .get(&*self.text)
+            .is_some_and(|entry| entry.strong_count() == 0)
+        {
+            map.remove(&*self.text);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_load_per_text_while_a_holder_lives() {
+        let shared: SharedCode<String> = SharedCode::new(7);
+        let loads = std::cell::Cell::new(0);
+        let load = |text: &str, _: Option<bool>| {
+            loads.set(loads.get() + 1);
+            Ok(text.to_uppercase())
+        };
+        let first = shared.upload("abc".into(), None);
+        assert_eq!(*first.load(load).unwrap(), "ABC");
+        let second = shared.upload("abc".into(), Some(true));
+        assert!(Arc::ptr_eq(&first, &second), "the same upload");
+        assert_eq!(*second.load(load).unwrap(), "ABC");
+        assert_eq!(loads.get(), 1, "loaded once");
+        let text = shared.upload("abc".into(), Some(false));
+        assert!(
+            !Arc::ptr_eq(&first, &text),
+            "binary: false is another reading"
+        );
+        assert_eq!(shared.len(), 2);
+        drop((first, text));
+        assert_eq!(shared.len(), 1, "the second holder keeps it");
+        drop(second);
+        assert_eq!(shared.len(), 0, "freed with the last holder");
+        let again = shared.upload("abc".into(), None);
+        assert!(again.loaded().is_none(), "loaded afresh");
+    }
+
+    #[test]
+    fn a_failed_load_is_shared_by_its_waiters_and_retried_later() {
+        let shared: SharedCode<()> = SharedCode::new(7);
+        let failing = |_: &str, _: Option<bool>| Err(ServiceError::InitFailed("no".into()));
+        let upload = shared.upload("x".into(), None);
+        assert!(upload.load(failing).is_err());
+        assert!(matches!(upload.loaded(), Some(Err(_))));
+        drop(upload);
+        let retry = shared.upload("x".into(), None);
+        assert!(retry.load(|_, _| Ok(())).is_ok());
+    }
+
+    #[test]
+    fn a_dropped_old_upload_leaves_a_newer_entry_alone() {
+        let shared: SharedCode<()> = SharedCode::new(7);
+        let old = shared.upload("y".into(), None);
+        // The index entry is replaced only when dead; emulate a replacement racing the drop.
+        let newer = Arc::new(Upload {
+            text: Arc::from("y"),
+            map: 1,
+            index: Arc::clone(&shared.index),
+            loaded: OnceLock::new(),
+        });
+        shared.index.maps()[1].insert(Arc::from("y"), Arc::downgrade(&newer));
+        drop(old);
+        assert!(Arc::ptr_eq(&shared.upload("y".into(), None), &newer));
+    }
+}
