@@ -31,6 +31,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/common.sh
 
 TARGET_DIR="${CARGO_TARGET_DIR:-target}"
+# Debian's compiler builds into a target directory of its own: nothing it makes is shared with
+# the host's builds, and a host build never waits for its lock (scripts/test.sh runs both at once).
+CROSS_CARGO_DIR="$TARGET_DIR/cross/cargo"
 
 # target_facts TARGET: sets triple, gnu (the cross tools' prefix), qemu and backends.
 target_facts() {
@@ -65,7 +68,8 @@ cross_cargo() {
     env RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 \
         "CARGO_TARGET_${var}_LINKER=$gnu-gcc" \
         "CC_${triple//-/_}=$gnu-gcc" "CXX_${triple//-/_}=$gnu-g++" "AR_${triple//-/_}=$gnu-ar" \
-        /usr/bin/cargo "$@" --locked --release --target "$triple" -Zbuild-std=std,panic_unwind
+        /usr/bin/cargo "$@" --locked --release --target "$triple" --target-dir "$CROSS_CARGO_DIR" \
+        -Zbuild-std=std,panic_unwind
 }
 
 build() {
@@ -76,13 +80,13 @@ build() {
         if [[ "$backend" == precompilers ]]; then
             step "$triple: wasm-precompile (front end) and wasm-precompile-wasmtime"
             cross_cargo build -p wasm-precompile -p wasm-precompile-wasmtime
-            "$gnu-strip" -o "$out/wasm-precompile" "$TARGET_DIR/$triple/release/wasm-precompile"
-            "$gnu-strip" -o "$out/wasm-precompile-wasmtime" "$TARGET_DIR/$triple/release/wasm-precompile-wasmtime"
+            "$gnu-strip" -o "$out/wasm-precompile" "$CROSS_CARGO_DIR/$triple/release/wasm-precompile"
+            "$gnu-strip" -o "$out/wasm-precompile-wasmtime" "$CROSS_CARGO_DIR/$triple/release/wasm-precompile-wasmtime"
             continue
         fi
         step "$triple: wasm-executor ($backend)"
         cross_cargo build -p wasm-executor --no-default-features "$(features "$backend")"
-        "$gnu-strip" -o "$out/wasm-executor-$backend" "$TARGET_DIR/$triple/release/wasm-executor"
+        "$gnu-strip" -o "$out/wasm-executor-$backend" "$CROSS_CARGO_DIR/$triple/release/wasm-executor"
     done
     step "$triple: built in $out"
     ls -l "$out"
@@ -96,7 +100,9 @@ host_suite() {
     case "$1" in
     wasmtime)
         features=()
-        cargo build --release --locked -p wasm-precompile-wasmtime >&2
+        # The whole default build, as `make build` and scripts/test.sh make it: building the
+        # precompiler alone would unify other features and compile wasmtime once more.
+        cargo build --release --locked >&2
         ;;
     wasmer-headless)
         features=(-p wasm-executor --no-default-features --features wasm-executor/wasmer)

@@ -5,7 +5,7 @@
 # reproducibility of their build, the unit tests and the conformance suite over HTTP on every
 # backend (wasmtime, wasmer, WAMR), the fuzz targets for a bounded time, the OpenWhisk patch's
 # tests against the real executor, the executor's OCI image (the suite against the container),
-# the ARM builds of WAMR with part of the suite against each under qemu-user, the deployment
+# the ARM builds of every executor with part of the suite against each under qemu-user, the deployment
 # files' checks (Raspberry Pi, Kubernetes), the Docker baseline's proxy tests, the benchmark harnesses
 # in quick mode and the evaluation in quick mode (its own Docker engine, every backend against
 # the baseline, the JMeter plans).
@@ -28,6 +28,28 @@ timed() {
 }
 
 timed "prerequisites: every package and tool, checked up front" scripts/prerequisites.sh all
+
+# The ARM builds (every executor for aarch64, WAMR for armv7) need only Debian's compiler and a
+# target directory of their own, so they run in the background at the lowest CPU priority from
+# here on: they take what the host steps leave idle (test runs, fuzzing, the image and Maven
+# steps, the evaluation's measurements) without slowing them, and are waited for at the end,
+# before their suites run under qemu-user.
+cross_log="${CARGO_TARGET_DIR:-target}/cross/build.log"
+mkdir -p "$(dirname "$cross_log")"
+step "ARM builds started in the background at nice 19 (log: $cross_log)"
+setsid nice -n 19 bash -c 'scripts/cross.sh build aarch64 wasmtime wasmer-headless wamr &&
+    scripts/cross.sh build armv7' >"$cross_log" 2>&1 &
+cross_build=$!
+trap 'kill -TERM -- "-$cross_build" 2>/dev/null || true' EXIT
+
+# wait_for_cross_build: the background ARM builds' end, their log's tail on failure.
+wait_for_cross_build() {
+    if ! wait "$cross_build"; then
+        tail -n 60 "$cross_log" >&2
+        die "the ARM builds failed (the whole log: $cross_log)"
+    fi
+    grep -E '^(==>|-rwx)' "$cross_log" || true
+}
 
 step "guest actions (wasm32-wasip1)"
 actions/build.sh
@@ -80,12 +102,6 @@ timed "wasmer backend (LLVM and headless builds): lints, unit tests, conformance
 timed "WAMR backend (interpreter + AOT): lints, unit tests, conformance suite, WAMR tests, measurements" \
     scripts/wamr.sh test
 
-# The WAMR builds for both ARM targets; wasmtime's and wasmer's aarch64 builds (another 25
-# minutes of compiling on 2 cores) are tested by `make test-cross`, not yet here (see README).
-timed "ARM builds of the WAMR executor (aarch64, armv7) and part of the suite against each under qemu-user" \
-    bash -c 'scripts/cross.sh build aarch64 wamr && scripts/cross.sh build armv7 &&
-        scripts/cross.sh test aarch64 wamr && scripts/cross.sh test armv7'
-
 step "the edge footprint's script (quick mode, so it cannot rot)"
 eval/edge-footprint.sh --quick
 
@@ -97,5 +113,12 @@ step "Docker baseline: the action proxy's vet and tests"
 
 timed "evaluation (quick mode): every backend against the Docker baseline, JMeter plans" \
     eval/evaluate.sh --quick
+
+# Last, so that the background build has had every idle moment of the steps above; WAMR first,
+# as the evaluation built it last (each host build of another backend recompiles the executor).
+timed "ARM builds (aarch64: wasmtime, wasmer headless, WAMR; armv7: WAMR): the rest of the background build" \
+    wait_for_cross_build
+timed "ARM: part of the conformance suite against every ARM executor under qemu-user (make test-cross: all of it)" \
+    bash -c 'scripts/cross.sh test armv7 && scripts/cross.sh test aarch64 wamr wasmer-headless wasmtime'
 
 step "all tests passed in $((SECONDS - started)) s"
