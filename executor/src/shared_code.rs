@@ -33,6 +33,12 @@ pub struct Upload<T> {
     loaded: OnceLock<Result<Arc<T>, ServiceError>>,
 }
 
+impl<T> Index<T> {
+    fn maps(&self) -> MutexGuard<'_, [ByText<T>; 2]> {
+        self.maps.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
 impl<T> SharedCode<T> {
     /// An empty index whose hashing is seeded with `seed` (random per process: nobody outside
     /// can line up uploads in one bucket).
@@ -44,15 +50,7 @@ impl<T> SharedCode<T> {
             }),
         }
     }
-}
 
-impl<T> Index<T> {
-    fn maps(&self) -> MutexGuard<'_, [ByText<T>; 2]> {
-        self.maps.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-impl<T> SharedCode<T> {
     /// The upload of this code text: the one a live container holds, else a new one, not yet
     /// loaded.
     pub fn upload(&self, text: String, binary: Option<bool>) -> Arc<Upload<T>> {
