@@ -7,6 +7,8 @@
 //! ```
 //! The header carries the payload's SHA-256, so a signature over the header covers the payload.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -33,13 +35,14 @@ pub struct EnvelopeHeader {
     pub wasm_sha256: String,
 }
 
-/// A parsed envelope; its payload is not trusted until [`Envelope::verify`] says so.
+/// An envelope, parsed from bytes it borrows or made with a payload it owns; the payload is
+/// not trusted until [`Envelope::verify`] says so.
 #[derive(Debug, Clone)]
-pub struct Envelope {
+pub struct Envelope<'a> {
     pub header: EnvelopeHeader,
-    header_bytes: Vec<u8>,
+    header_bytes: Cow<'a, [u8]>,
     signature: Option<[u8; SIGNATURE_LEN]>,
-    pub payload: Vec<u8>,
+    pub payload: Cow<'a, [u8]>,
 }
 
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -72,7 +75,7 @@ pub enum EnvelopeError {
     BadSignature,
 }
 
-impl Envelope {
+impl Envelope<'static> {
     /// Wraps a payload; sign it with [`Envelope::sign`] before writing it out.
     pub fn new(runtime: RuntimeId, target: &str, wasm: &[u8], payload: Vec<u8>) -> Self {
         let header = EnvelopeHeader {
@@ -85,12 +88,14 @@ impl Envelope {
         let header_bytes = serde_json::to_vec(&header).expect("header serializes");
         Envelope {
             header,
-            header_bytes,
+            header_bytes: Cow::Owned(header_bytes),
             signature: None,
-            payload,
+            payload: Cow::Owned(payload),
         }
     }
+}
 
+impl<'a> Envelope<'a> {
     /// True when `bytes` starts like an envelope.
     pub fn is_envelope(bytes: &[u8]) -> bool {
         bytes.starts_with(MAGIC)
@@ -122,8 +127,9 @@ impl Envelope {
         out
     }
 
-    /// Parses the framing only; nothing is trusted yet.
-    pub fn parse(bytes: &[u8]) -> Result<Envelope, EnvelopeError> {
+    /// Parses the framing only, borrowing header and payload from `bytes`; nothing is trusted
+    /// yet.
+    pub fn parse(bytes: &'a [u8]) -> Result<Envelope<'a>, EnvelopeError> {
         let malformed = |what: &str| EnvelopeError::Malformed(what.to_owned());
         let rest = bytes
             .strip_prefix(MAGIC)
@@ -141,9 +147,9 @@ impl Envelope {
         };
         Ok(Envelope {
             header,
-            header_bytes: header_bytes.to_vec(),
+            header_bytes: Cow::Borrowed(header_bytes),
             signature,
-            payload: payload.to_vec(),
+            payload: Cow::Borrowed(payload),
         })
     }
 
@@ -207,7 +213,7 @@ mod tests {
     use super::*;
     use crate::OperatorKey;
 
-    fn sample() -> Envelope {
+    fn sample() -> Envelope<'static> {
         Envelope::new(
             RuntimeId::Wasmtime,
             "x86_64-unknown-linux-gnu",
@@ -221,7 +227,12 @@ mod tests {
         let key = OperatorKey::generate();
         let mut env = sample();
         env.sign(&key);
-        let parsed = Envelope::parse(&env.to_bytes()).unwrap();
+        let bytes = env.to_bytes();
+        let parsed = Envelope::parse(&bytes).unwrap();
+        assert!(
+            matches!(parsed.payload, std::borrow::Cow::Borrowed(_)),
+            "the payload is borrowed, not copied"
+        );
         assert_eq!(parsed.header, env.header);
         assert_eq!(parsed.payload, vec![1, 2, 3]);
         let keys = TrustedKeys::from_keys(vec![key.verifying_key()]);

@@ -15,7 +15,7 @@ use axum::{
     response::{IntoResponse, Response},
     routing::{get, post},
 };
-use serde::de::DeserializeOwned;
+use serde::Deserialize;
 use serde_json::json;
 use tokio::sync::Semaphore;
 
@@ -196,9 +196,13 @@ fn container_id(path: Result<Path<String>, PathRejection>) -> Result<String, Api
     }
 }
 
-fn parse_body<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, ApiError> {
-    let body = body.map_err(|rejection| ApiError(rejection.status(), rejection.body_text()))?;
-    serde_json::from_slice(&body)
+/// The request's body, or the answer that it could not be read (too large, cut off).
+fn received(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
+    body.map_err(|rejection| ApiError(rejection.status(), rejection.body_text()))
+}
+
+fn parse_json<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(body)
         .map_err(|e| ApiError(StatusCode::BAD_REQUEST, format!("invalid JSON body: {e}")))
 }
 
@@ -208,8 +212,9 @@ async fn init(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let id = container_id(path)?;
-    let request: InitRequest = parse_body(body)?;
-    executor.init(&id, request).await?;
+    let body = received(body)?;
+    let request: InitRequest = parse_json(&body)?;
+    executor.init(&id, request, &body).await?;
     Ok(Json(json!({ "ok": true })))
 }
 
@@ -219,7 +224,7 @@ async fn run(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let id = container_id(path)?;
-    let request: RunRequest = parse_body(body)?;
+    let request: RunRequest = parse_json(&received(body)?)?;
     match executor.run(&id, request).await? {
         RunResponse::Result(raw) => Ok((
             [(

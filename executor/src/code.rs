@@ -2,7 +2,7 @@
 //! bare module, or WebAssembly text; the module is portable Wasm or one of our signed
 //! artifacts. Everything else is refused with an error that says what was found and what to do.
 
-use std::io::Read;
+use std::{io::Read, ops::Range};
 
 use base64::Engine as _;
 use thiserror::Error;
@@ -25,13 +25,44 @@ const TEXT_ERROR_CHARS: usize = 600;
 const ZIP_IT: &str = "zip the module and create the action from the zip: \
     `zip NAME.zip NAME.wasm && wsk action create NAME NAME.zip --kind wasm:0.1`";
 
-/// The module an /init carries, before the backend prepares it.
+/// The bytes an /init's code decodes to, and where its module lies in them: a module stored
+/// uncompressed in a zip is used where it lies, never copied out.
 #[derive(Debug)]
-pub enum ModuleCode {
+pub struct DecodedCode {
+    bytes: Vec<u8>,
+    module: Range<usize>,
+}
+
+/// The module an /init carries, borrowed from its [`DecodedCode`], before the backend prepares it.
+#[derive(Debug)]
+pub enum ModuleCode<'a> {
     /// Portable WebAssembly, compiled (or taken from the cache) by the backend.
-    Portable { wasm: Vec<u8>, sha256: String },
+    Portable { wasm: &'a [u8], sha256: String },
     /// A precompiled artifact whose envelope is still to be verified.
-    Precompiled(Envelope),
+    Precompiled(Envelope<'a>),
+}
+
+impl DecodedCode {
+    fn whole(bytes: Vec<u8>) -> Self {
+        let module = 0..bytes.len();
+        DecodedCode { bytes, module }
+    }
+
+    /// What the module is: portable Wasm with its hash, or an envelope; anything else is
+    /// refused with what it looks like.
+    pub fn module(&self) -> Result<ModuleCode<'_>, CodeError> {
+        let bytes = &self.bytes[self.module.clone()];
+        if bytes.starts_with(WASM_MAGIC) {
+            return Ok(ModuleCode::Portable {
+                wasm: bytes,
+                sha256: wasm_artifact::sha256_hex(bytes),
+            });
+        }
+        if Envelope::is_envelope(bytes) {
+            return Ok(ModuleCode::Precompiled(Envelope::parse(bytes)?));
+        }
+        Err(CodeError::NotAModule(describe_foreign(bytes)))
+    }
 }
 
 #[derive(Debug, Error)]
@@ -77,7 +108,7 @@ pub fn decode(
     code: &str,
     binary: Option<bool>,
     max_module_bytes: usize,
-) -> Result<ModuleCode, CodeError> {
+) -> Result<DecodedCode, CodeError> {
     if is_webassembly_text(code) {
         return compile_text(code, max_module_bytes);
     }
@@ -91,25 +122,24 @@ pub fn decode(
     if bytes.is_empty() {
         return Err(CodeError::Empty);
     }
-    let module = if bytes.starts_with(ZIP_MAGIC) || bytes.starts_with(EMPTY_ZIP_MAGIC) {
-        single_module_from_zip(&bytes, max_module_bytes)?
+    if bytes.starts_with(ZIP_MAGIC) || bytes.starts_with(EMPTY_ZIP_MAGIC) {
+        single_module_from_zip(bytes, max_module_bytes)
     } else {
-        bytes
-    };
-    classify(module)
+        Ok(DecodedCode::whole(bytes))
+    }
 }
 
-/// Base64 as sent, decoded without a copy; only text with line breaks or other whitespace in
-/// it (as `base64` and MIME encoders wrap it) is decoded again from a copy without them.
+/// Base64 as sent, decoded with SIMD straight from the request's text. Anything else (text
+/// with line breaks in it, as `base64` and MIME encoders wrap it, or not base64 at all) is left
+/// to the scalar decoder, on a copy without whitespace; it also says where the text went wrong.
 fn decode_base64(code: &str) -> Result<Vec<u8>, CodeError> {
-    let base64 = base64::engine::general_purpose::STANDARD;
-    base64.decode(code).or_else(|error| {
-        if !code.bytes().any(|b| b.is_ascii_whitespace()) {
-            return Err(CodeError::Base64(error));
-        }
-        let compact: Vec<u8> = code.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-        base64.decode(&compact).map_err(CodeError::Base64)
-    })
+    if let Ok(bytes) = base64_simd::STANDARD.decode_to_vec(code) {
+        return Ok(bytes);
+    }
+    let compact: Vec<u8> = code.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+    base64::engine::general_purpose::STANDARD
+        .decode(&compact)
+        .map_err(CodeError::Base64)
 }
 
 /// WebAssembly text starts with a module form or a comment; base64 has neither `(` nor `;`.
@@ -126,7 +156,7 @@ fn looks_like_binary_sent_as_text(code: &str) -> bool {
         .any(|c| c == '\u{FFFD}' || (c.is_control() && !c.is_ascii_whitespace()))
 }
 
-fn compile_text(text: &str, max_module_bytes: usize) -> Result<ModuleCode, CodeError> {
+fn compile_text(text: &str, max_module_bytes: usize) -> Result<DecodedCode, CodeError> {
     let too_large = CodeError::TooLarge {
         limit_mb: max_module_bytes >> 20,
     };
@@ -147,21 +177,7 @@ fn compile_text(text: &str, max_module_bytes: usize) -> Result<ModuleCode, CodeE
     if wasm.len() > max_module_bytes {
         return Err(too_large);
     }
-    classify(wasm)
-}
-
-fn classify(bytes: Vec<u8>) -> Result<ModuleCode, CodeError> {
-    if bytes.starts_with(WASM_MAGIC) {
-        let sha256 = wasm_artifact::sha256_hex(&bytes);
-        return Ok(ModuleCode::Portable {
-            wasm: bytes,
-            sha256,
-        });
-    }
-    if Envelope::is_envelope(&bytes) {
-        return Ok(ModuleCode::Precompiled(Envelope::parse(&bytes)?));
-    }
-    Err(CodeError::NotAModule(describe_foreign(&bytes)))
+    Ok(DecodedCode::whole(wasm))
 }
 
 /// Names what a non-module file looks like, so the user learns what went wrong.
@@ -186,18 +202,23 @@ fn is_module(head: &[u8]) -> bool {
     head.starts_with(WASM_MAGIC) || Envelope::is_envelope(head)
 }
 
-fn single_module_from_zip(bytes: &[u8], max_module_bytes: usize) -> Result<Vec<u8>, CodeError> {
-    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes))
-        .map_err(|e| CodeError::Zip(e.to_string()))?;
+fn single_module_from_zip(
+    bytes: Vec<u8>,
+    max_module_bytes: usize,
+) -> Result<DecodedCode, CodeError> {
+    let zip_error = |e: zip::result::ZipError| CodeError::Zip(e.to_string());
+    let too_large = || CodeError::TooLarge {
+        limit_mb: max_module_bytes >> 20,
+    };
+    let mut archive =
+        zip::ZipArchive::new(std::io::Cursor::new(bytes.as_slice())).map_err(zip_error)?;
     if archive.len() > MAX_ZIP_ENTRIES {
         return Err(CodeError::TooManyEntries(archive.len()));
     }
     let mut modules = Vec::new();
     let mut others = Vec::new();
     for index in 0..archive.len() {
-        let mut entry = archive
-            .by_index(index)
-            .map_err(|e| CodeError::Zip(e.to_string()))?;
+        let mut entry = archive.by_index(index).map_err(zip_error)?;
         if entry.is_dir() {
             continue;
         }
@@ -211,35 +232,65 @@ fn single_module_from_zip(bytes: &[u8], max_module_bytes: usize) -> Result<Vec<u
             others.push(name);
         }
     }
-    match modules.len() {
-        0 => Err(CodeError::NoModule(if others.is_empty() {
-            "an empty archive".into()
-        } else {
-            names(&others)
-        })),
-        1 => {
-            let (index, name) = &modules[0];
-            let entry = archive
-                .by_index(*index)
-                .map_err(|e| CodeError::Zip(e.to_string()))?;
-            let mut out = Vec::with_capacity((entry.size() as usize).min(max_module_bytes));
-            // Read one byte past the limit so an oversized (or zip-bomb) entry is detected.
-            entry
-                .take(max_module_bytes as u64 + 1)
-                .read_to_end(&mut out)
-                .map_err(|e| CodeError::Zip(format!("{name}: {e}")))?;
-            if out.len() > max_module_bytes {
-                return Err(CodeError::TooLarge {
-                    limit_mb: max_module_bytes >> 20,
-                });
-            }
-            Ok(out)
+    let (index, name) = match modules.len() {
+        0 => {
+            return Err(CodeError::NoModule(if others.is_empty() {
+                "an empty archive".into()
+            } else {
+                names(&others)
+            }));
         }
-        count => Err(CodeError::SeveralModules {
-            count,
-            names: names(&modules.into_iter().map(|(_, n)| n).collect::<Vec<_>>()),
-        }),
+        1 => modules.swap_remove(0),
+        count => {
+            return Err(CodeError::SeveralModules {
+                count,
+                names: names(&modules.into_iter().map(|(_, n)| n).collect::<Vec<_>>()),
+            });
+        }
+    };
+    let entry = archive.by_index(index).map_err(zip_error)?;
+    if let Some(range) = stored_range(&entry, bytes.len()) {
+        if range.len() > max_module_bytes {
+            return Err(too_large());
+        }
+        // Anything amiss (a checksum that does not match) is left to the reader below, which
+        // says what.
+        if crc32fast::hash(&bytes[range.clone()]) == entry.crc32() {
+            drop(entry);
+            drop(archive);
+            return Ok(DecodedCode {
+                bytes,
+                module: range,
+            });
+        }
     }
+    let mut out = Vec::with_capacity((entry.size() as usize).min(max_module_bytes));
+    // Read one byte past the limit so an oversized (or zip-bomb) entry is detected.
+    entry
+        .take(max_module_bytes as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| CodeError::Zip(format!("{name}: {e}")))?;
+    if out.len() > max_module_bytes {
+        return Err(too_large());
+    }
+    Ok(DecodedCode::whole(out))
+}
+
+/// Where an entry stored without compression (as `wasm-precompile` packs artifacts) lies in
+/// the archive's bytes, when it lies wholly inside them.
+fn stored_range<R: Read>(
+    entry: &zip::read::ZipFile<'_, R>,
+    archive_len: usize,
+) -> Option<Range<usize>> {
+    if entry.compression() != zip::CompressionMethod::Stored
+        || entry.encrypted()
+        || entry.size() != entry.compressed_size()
+    {
+        return None;
+    }
+    let start = usize::try_from(entry.data_start()).ok()?;
+    let end = start.checked_add(usize::try_from(entry.size()).ok()?)?;
+    (end <= archive_len).then_some(start..end)
 }
 
 /// The first few of `all`, then how many more there are; each name cut to a readable length.
@@ -283,27 +334,78 @@ mod tests {
     }
 
     fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
+        zip_with(entries, zip::CompressionMethod::Deflated)
+    }
+
+    fn zip_with(entries: &[(&str, &[u8])], method: zip::CompressionMethod) -> Vec<u8> {
         use std::io::Write;
         let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
         for (name, data) in entries {
-            w.start_file(*name, zip::write::SimpleFileOptions::default())
-                .unwrap();
+            let options = zip::write::SimpleFileOptions::default().compression_method(method);
+            w.start_file(*name, options).unwrap();
             w.write_all(data).unwrap();
         }
         w.finish().unwrap().into_inner()
     }
 
+    /// What /init finds in the code, owned.
+    #[derive(Debug)]
+    enum Found {
+        Portable(Vec<u8>),
+        Precompiled,
+    }
+
+    fn decode_module(code: &str, binary: Option<bool>, limit: usize) -> Result<Found, CodeError> {
+        Ok(match decode(code, binary, limit)?.module()? {
+            ModuleCode::Portable { wasm, .. } => Found::Portable(wasm.to_vec()),
+            ModuleCode::Precompiled(_) => Found::Precompiled,
+        })
+    }
+
     #[test]
-    fn bare_and_zipped_modules_decode() {
+    fn a_stored_entry_is_used_where_it_lies_and_checked() {
+        let wasm = b"\0asm\x01\0\0\0\x00\x01\x02";
+        let stored = zip_with(
+            &[("README", b"hi"), ("action.wasm", wasm)],
+            zip::CompressionMethod::Stored,
+        );
+        let decoded = decode(&b64(&stored), None, LIMIT).unwrap();
+        assert_eq!(
+            decoded.bytes, stored,
+            "the archive's bytes, not a copy of the entry"
+        );
+        assert!(matches!(decoded.module(), Ok(ModuleCode::Portable { wasm: w, .. }) if w == wasm));
+        // A flipped byte in the entry: the checksum refuses it, as it does for a deflated one.
+        let at = stored.windows(wasm.len()).position(|w| w == wasm).unwrap();
+        let mut corrupt = stored.clone();
+        corrupt[at + wasm.len() - 1] ^= 0xff;
+        let error = decode(&b64(&corrupt), None, LIMIT).unwrap_err();
+        assert!(matches!(error, CodeError::Zip(_)), "{error}");
+        let deflated = zip_of(&[("action.wasm", wasm)]);
+        assert!(matches!(
+            decode_module(&b64(&deflated), None, LIMIT),
+            Ok(Found::Portable(w)) if w == wasm
+        ));
+        let mut big = b"\0asm\x01\0\0\0".to_vec();
+        big.resize(LIMIT + 10, 0);
+        let stored_big = zip_with(&[("big.wasm", &big)], zip::CompressionMethod::Stored);
+        assert!(matches!(
+            decode(&b64(&stored_big), None, LIMIT),
+            Err(CodeError::TooLarge { .. })
+        ));
+    }
+
+    #[test]
+    fn bare_and_zipped_modules_decode_module() {
         let wasm = b"\0asm\x01\0\0\0";
         assert!(matches!(
-            decode(&b64(wasm), None, LIMIT),
-            Ok(ModuleCode::Portable { .. })
+            decode_module(&b64(wasm), None, LIMIT),
+            Ok(Found::Portable(_))
         ));
         let zipped = zip_of(&[("README", b"hi"), ("action.wasm", wasm)]);
         assert!(matches!(
-            decode(&b64(&zipped), None, LIMIT),
-            Ok(ModuleCode::Portable { .. })
+            decode_module(&b64(&zipped), None, LIMIT),
+            Ok(Found::Portable(_))
         ));
         // base64 split over lines, as some tools write it
         let wrapped = b64(wasm)
@@ -311,20 +413,23 @@ mod tests {
             .map(|c| format!("{c}\n"))
             .collect::<String>();
         assert!(matches!(
-            decode(&wrapped, None, LIMIT),
-            Ok(ModuleCode::Portable { .. })
+            decode_module(&wrapped, None, LIMIT),
+            Ok(Found::Portable(_))
         ));
     }
 
     #[test]
     fn bad_code_is_refused_with_a_reason() {
         assert!(matches!(
-            decode("not base64!!", None, LIMIT),
+            decode_module("not base64!!", None, LIMIT),
             Err(CodeError::Base64(_))
         ));
-        assert!(matches!(decode("", None, LIMIT), Err(CodeError::Empty)));
         assert!(matches!(
-            decode(&b64(b"PK\x03\x04garbage"), None, LIMIT),
+            decode_module("", None, LIMIT),
+            Err(CodeError::Empty)
+        ));
+        assert!(matches!(
+            decode_module(&b64(b"PK\x03\x04garbage"), None, LIMIT),
             Err(CodeError::Zip(_))
         ));
         let two = zip_of(&[
@@ -332,21 +437,23 @@ mod tests {
             ("b.wasm", b"\0asm\x01\0\0\0"),
         ]);
         assert!(matches!(
-            decode(&b64(&two), None, LIMIT),
+            decode_module(&b64(&two), None, LIMIT),
             Err(CodeError::SeveralModules { count: 2, .. })
         ));
         let none = zip_of(&[("main.py", b"print(1)")]);
-        let err = decode(&b64(&none), None, LIMIT).unwrap_err().to_string();
+        let err = decode_module(&b64(&none), None, LIMIT)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("main.py"), "{err}");
-        let elf = decode(&b64(b"\x7fELF\x02\x01\x01"), None, LIMIT)
+        let elf = decode_module(&b64(b"\x7fELF\x02\x01\x01"), None, LIMIT)
             .unwrap_err()
             .to_string();
         assert!(elf.contains("ELF"), "{elf}");
-        let wasmer = decode(&b64(b"wasmer-universal\0\0\0\0"), None, LIMIT)
+        let wasmer = decode_module(&b64(b"wasmer-universal\0\0\0\0"), None, LIMIT)
             .unwrap_err()
             .to_string();
         assert!(wasmer.contains("bare wasmer artifact"), "{wasmer}");
-        let text = decode(&b64(b"hello world"), None, LIMIT)
+        let text = decode_module(&b64(b"hello world"), None, LIMIT)
             .unwrap_err()
             .to_string();
         assert!(text.contains("not a WebAssembly module"), "{text}");
@@ -357,10 +464,14 @@ mod tests {
         let names: Vec<String> = (0..1001).map(|i| format!("file-{i}.txt")).collect();
         let entries: Vec<(&str, &[u8])> = names.iter().map(|n| (n.as_str(), &b"x"[..])).collect();
         let crowded = zip_of(&entries);
-        let err = decode(&b64(&crowded), None, LIMIT).unwrap_err().to_string();
+        let err = decode_module(&b64(&crowded), None, LIMIT)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("1001 entries"), "{err}");
         let some = zip_of(&entries[..50]);
-        let err = decode(&b64(&some), None, LIMIT).unwrap_err().to_string();
+        let err = decode_module(&b64(&some), None, LIMIT)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("file-9.txt, and 40 more"), "{err}");
         assert!(err.len() < 300, "{err}");
     }
@@ -371,7 +482,7 @@ mod tests {
         big.resize(LIMIT + 10, 0);
         let zipped = zip_of(&[("big.wasm", &big)]);
         assert!(matches!(
-            decode(&b64(&zipped), None, LIMIT),
+            decode_module(&b64(&zipped), None, LIMIT),
             Err(CodeError::TooLarge { .. })
         ));
     }
@@ -382,14 +493,11 @@ mod tests {
             (module (func (export "main")))"#;
         for binary in [Some(false), Some(true), None] {
             assert!(
-                matches!(
-                    decode(module, binary, LIMIT),
-                    Ok(ModuleCode::Portable { .. })
-                ),
+                matches!(decode_module(module, binary, LIMIT), Ok(Found::Portable(_))),
                 "{binary:?}"
             );
         }
-        let broken = decode(
+        let broken = decode_module(
             "(module (func (export \"main\") (i32.bogus)))",
             Some(false),
             LIMIT,
@@ -403,17 +511,18 @@ mod tests {
         // What wsk sends for a bare .wasm: the file as a string, its non-UTF-8 bytes replaced.
         let mangled = "\0asm\u{1}\0\0\0\u{1}\u{FFFD}\u{FFFD}`\0\u{1}";
         for binary in [Some(false), None] {
-            let err = decode(mangled, binary, LIMIT).unwrap_err();
+            let err = decode_module(mangled, binary, LIMIT).unwrap_err();
             assert!(matches!(err, CodeError::BinarySentAsText), "{err}");
             assert!(err.to_string().contains("zip NAME.zip NAME.wasm"), "{err}");
         }
-        let script = decode("function main(a) { return a }", Some(false), LIMIT).unwrap_err();
+        let script =
+            decode_module("function main(a) { return a }", Some(false), LIMIT).unwrap_err();
         assert!(matches!(script, CodeError::NotWebAssemblyText), "{script}");
         let mut huge = String::from("(module");
         huge.push_str(&" ".repeat(LIMIT));
         huge.push(')');
         assert!(matches!(
-            decode(&huge, Some(false), LIMIT),
+            decode_module(&huge, Some(false), LIMIT),
             Err(CodeError::TooLarge { .. })
         ));
     }

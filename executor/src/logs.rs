@@ -1,12 +1,14 @@
 //! Activation output: capture of a guest's stdout/stderr as timestamped lines (bounded), and
-//! each container's pending log lines in docker's json-file format, sentinel-framed.
+//! each container's pending log lines, sentinel-framed, written in docker's json-file format
+//! when the invoker collects them (an activation whose logs nobody reads formats nothing).
 //!
-//! Both are bounded in memory, not just in text: every captured line costs its text plus
-//! [`LINE_COST`] bytes against the activation's log limit (so ten million empty lines fill the
-//! limit as surely as ten megabytes of text), and the pending lines of all containers share
-//! one [`LogBudget`]; lines are formatted only while there is room for them.
+//! Both are bounded in memory, not just in text: every line costs its text plus [`LINE_COST`]
+//! bytes against the activation's log limit (so ten million empty lines fill the limit as
+//! surely as ten megabytes of text), and the pending lines of all containers share one
+//! [`LogBudget`] at the same price.
 
 use std::{
+    borrow::Cow,
     collections::VecDeque,
     sync::{
         Arc, Mutex,
@@ -253,8 +255,23 @@ pub struct PendingLogs {
 
 #[derive(Debug, Default)]
 struct PendingState {
-    lines: VecDeque<String>,
+    lines: VecDeque<PendingLine>,
+    /// What the lines cost against the budget.
     bytes: usize,
+}
+
+/// A line as the guest wrote it (or the executor's notice), formatted when collected.
+#[derive(Debug)]
+struct PendingLine {
+    stream: Stream,
+    text: Cow<'static, str>,
+    time: OffsetDateTime,
+}
+
+impl PendingLine {
+    fn cost(&self) -> usize {
+        self.text.len() + LINE_COST
+    }
 }
 
 /// Written in place of the lines that found no room.
@@ -272,19 +289,20 @@ impl PendingLogs {
     /// Appends one activation's lines while there is room (making room by dropping this
     /// container's oldest lines first), a notice for what was truncated or dropped, and the
     /// sentinels.
-    pub fn append_activation(&self, captured: &Captured) {
+    pub fn append_activation(&self, captured: Captured) {
         let mut state = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let mut dropped = false;
-        for line in &captured.lines {
-            if dropped {
-                break;
-            }
-            let text = json_file_line(line.stream, &line.text, line.time);
-            let cost = text.len() + 1;
+        for line in captured.lines {
+            let line = PendingLine {
+                stream: line.stream,
+                text: Cow::Owned(line.text),
+                time: line.time,
+            };
+            let cost = line.cost();
             while state.bytes + cost > MAX_PENDING_BYTES || !self.budget.try_take(cost) {
                 match state.lines.pop_front() {
                     Some(old) => {
-                        let freed = old.len() + 1;
+                        let freed = old.cost();
                         state.bytes -= freed;
                         self.budget.give_back(freed);
                     }
@@ -294,39 +312,42 @@ impl PendingLogs {
                     }
                 }
             }
-            if !dropped {
-                state.bytes += cost;
-                state.lines.push_back(text);
+            if dropped {
+                break;
             }
+            state.bytes += cost;
+            state.lines.push_back(line);
         }
-        let now = OffsetDateTime::now_utc();
-        let mut closing = Vec::new();
+        let time = OffsetDateTime::now_utc();
+        let notice = |stream, text| PendingLine { stream, text, time };
+        let mut closing = Vec::with_capacity(4);
         if let Some(limit) = captured.truncated_at {
-            closing.push(json_file_line(
+            closing.push(notice(
                 Stream::Stderr,
-                &format!("Logs were truncated because the total bytes size exceeds the limit of {limit} bytes."),
-                now,
+                Cow::Owned(format!(
+                    "Logs were truncated because the total bytes size exceeds the limit of {limit} bytes."
+                )),
             ));
         }
         if dropped {
-            closing.push(json_file_line(Stream::Stderr, DROPPED_NOTICE, now));
+            closing.push(notice(Stream::Stderr, Cow::Borrowed(DROPPED_NOTICE)));
         }
-        closing.push(json_file_line(Stream::Stdout, SENTINEL, now));
-        closing.push(json_file_line(Stream::Stderr, SENTINEL, now));
+        closing.push(notice(Stream::Stdout, Cow::Borrowed(SENTINEL)));
+        closing.push(notice(Stream::Stderr, Cow::Borrowed(SENTINEL)));
         for line in closing {
-            let cost = line.len() + 1;
+            let cost = line.cost();
             self.budget.take(cost);
             state.bytes += cost;
             state.lines.push_back(line);
         }
     }
 
-    /// Takes every pending line, newline-terminated.
+    /// Takes every pending line as a json-file line, newline-terminated.
     pub fn drain(&self) -> String {
         let mut state = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let mut out = String::with_capacity(state.bytes);
         for line in state.lines.drain(..) {
-            out.push_str(&line);
+            out.push_str(&json_file_line(line.stream, &line.text, line.time));
             out.push('\n');
         }
         self.budget.give_back(state.bytes);
@@ -390,7 +411,7 @@ mod tests {
         for i in 0..200 {
             capture.write(Stream::Stdout, format!("line {i:04}\n").as_bytes());
         }
-        noisy.append_activation(&capture.finish());
+        noisy.append_activation(capture.finish());
         // Past the budget the oldest lines of the same container went first.
         let text = noisy.drain();
         assert!(!text.contains("line 0000"), "the oldest lines made room");
@@ -400,11 +421,11 @@ mod tests {
         let capture = OutputCapture::new(1 << 20, 1 << 20);
         capture.write(Stream::Stdout, "x".repeat(3000).as_bytes());
         capture.write(Stream::Stdout, b"\n");
-        noisy.append_activation(&capture.finish());
+        noisy.append_activation(capture.finish());
         let capture = OutputCapture::new(1 << 20, 1 << 20);
         capture.write(Stream::Stdout, "y".repeat(2000).as_bytes());
         capture.write(Stream::Stdout, b"\n");
-        quiet.append_activation(&capture.finish());
+        quiet.append_activation(capture.finish());
         let text = quiet.drain();
         assert!(
             text.contains(DROPPED_NOTICE) && !text.contains("yyyy"),
@@ -424,7 +445,7 @@ mod tests {
         let capture = OutputCapture::new(1 << 20, 1 << 20);
         capture.write(Stream::Stderr, b"hello\n");
         let pending = PendingLogs::new(LogBudget::new(1 << 20));
-        pending.append_activation(&capture.finish());
+        pending.append_activation(capture.finish());
         let text = pending.drain();
         let lines: Vec<serde_json::Value> = text
             .lines()

@@ -1,13 +1,22 @@
 //! Prometheus metrics: activations by outcome, init and run latency, live containers, the
 //! modules they share, and pool occupancy, rendered in the text exposition format for `GET /metrics`.
+//! Recording one takes no lock: counters and histogram buckets are atomics made at start.
 
-use std::{sync::atomic::AtomicU64, time::Duration};
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering::Relaxed},
+    },
+    time::Duration,
+};
 
 use prometheus_client::{
-    encoding::{EncodeLabelSet, text::encode},
-    metrics::{counter::Counter, family::Family, gauge::Gauge, histogram::Histogram},
+    encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder, NoLabelSet, text::encode},
+    metrics::{MetricType, counter::Counter, family::Family, gauge::Gauge},
     registry::Registry,
 };
+
+use crate::outcome::Outcome;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OutcomeLabel {
@@ -16,10 +25,12 @@ struct OutcomeLabel {
 
 pub struct Metrics {
     registry: Registry,
-    activations: Family<OutcomeLabel, Counter>,
-    inits: Family<OutcomeLabel, Counter>,
-    init_seconds: Histogram,
-    run_seconds: Histogram,
+    /// One counter per outcome, in the order of [`Outcome::ALL`], made at start.
+    activations: Vec<Counter>,
+    /// `[ok, error]`.
+    inits: [Counter; 2],
+    init_seconds: LatencyHistogram,
+    run_seconds: LatencyHistogram,
     containers: Gauge,
     modules: Gauge,
     pool_running: Gauge,
@@ -33,13 +44,74 @@ fn latency_buckets() -> impl Iterator<Item = f64> {
     prometheus_client::metrics::histogram::exponential_buckets(0.000_05, 2.5, 17)
 }
 
+/// A latency histogram observed without a lock: an atomic count per bucket and the sum in
+/// nanoseconds; a scrape adds the buckets up.
+#[derive(Debug, Clone)]
+struct LatencyHistogram(Arc<HistogramCells>);
+
+#[derive(Debug)]
+struct HistogramCells {
+    /// Upper bounds in seconds, ascending; a last bucket above them all is implied.
+    bounds: Vec<f64>,
+    /// Observations per bucket (not cumulative), one more than `bounds`.
+    counts: Vec<AtomicU64>,
+    sum_nanos: AtomicU64,
+}
+
+impl LatencyHistogram {
+    fn new(bounds: impl Iterator<Item = f64>) -> Self {
+        let bounds: Vec<f64> = bounds.collect();
+        let counts = (0..=bounds.len()).map(|_| AtomicU64::new(0)).collect();
+        LatencyHistogram(Arc::new(HistogramCells {
+            bounds,
+            counts,
+            sum_nanos: AtomicU64::new(0),
+        }))
+    }
+
+    fn observe(&self, took: Duration) {
+        let cells = &self.0;
+        // Prometheus buckets count values at or below their bound.
+        let bucket = cells
+            .bounds
+            .partition_point(|&bound| bound < took.as_secs_f64());
+        cells.counts[bucket].fetch_add(1, Relaxed);
+        let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        cells.sum_nanos.fetch_add(nanos, Relaxed);
+    }
+}
+
+impl EncodeMetric for LatencyHistogram {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        let cells = &self.0;
+        let mut total = 0;
+        let buckets: Vec<(f64, u64)> = cells
+            .bounds
+            .iter()
+            .copied()
+            .chain([f64::MAX])
+            .zip(&cells.counts)
+            .map(|(bound, count)| {
+                total += count.load(Relaxed);
+                (bound, total)
+            })
+            .collect();
+        let sum = cells.sum_nanos.load(Relaxed) as f64 / 1e9;
+        encoder.encode_histogram::<NoLabelSet>(sum, total, &buckets, None)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Histogram
+    }
+}
+
 impl Default for Metrics {
     fn default() -> Self {
         let mut registry = Registry::with_prefix("wasm_executor");
         let activations = Family::<OutcomeLabel, Counter>::default();
         let inits = Family::<OutcomeLabel, Counter>::default();
-        let init_seconds = Histogram::new(latency_buckets());
-        let run_seconds = Histogram::new(latency_buckets());
+        let init_seconds = LatencyHistogram::new(latency_buckets());
+        let run_seconds = LatencyHistogram::new(latency_buckets());
         let containers = Gauge::default();
         let modules = Gauge::default();
         let pool_running = Gauge::default();
@@ -88,10 +160,16 @@ impl Default for Metrics {
             "Requests refused with 503 at capacity (pool slots, containers or request bodies), before anything ran",
             rejected.clone(),
         );
+        let counter = |family: &Family<OutcomeLabel, Counter>, outcome| {
+            family.get_or_create(&OutcomeLabel { outcome }).clone()
+        };
         Metrics {
             registry,
-            activations,
-            inits,
+            activations: Outcome::ALL
+                .iter()
+                .map(|outcome| counter(&activations, outcome.label()))
+                .collect(),
+            inits: [counter(&inits, "ok"), counter(&inits, "error")],
             init_seconds,
             run_seconds,
             containers,
@@ -105,17 +183,14 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    pub fn activation(&self, outcome: &'static str, took: Duration) {
-        self.activations
-            .get_or_create(&OutcomeLabel { outcome })
-            .inc();
-        self.run_seconds.observe(took.as_secs_f64());
+    pub fn activation(&self, outcome: Outcome, took: Duration) {
+        self.activations[outcome as usize].inc();
+        self.run_seconds.observe(took);
     }
 
     pub fn init(&self, ok: bool, took: Duration) {
-        let outcome = if ok { "ok" } else { "error" };
-        self.inits.get_or_create(&OutcomeLabel { outcome }).inc();
-        self.init_seconds.observe(took.as_secs_f64());
+        self.inits[usize::from(!ok)].inc();
+        self.init_seconds.observe(took);
     }
 
     pub fn rejected(&self) {
@@ -139,5 +214,38 @@ impl Metrics {
         let mut out = String::new();
         encode(&mut out, &self.registry).expect("writing to a String cannot fail");
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn observations_render_as_cumulative_buckets_and_counters() {
+        for (index, outcome) in Outcome::ALL.iter().enumerate() {
+            assert_eq!(*outcome as usize, index, "ALL is in declaration order");
+        }
+        let metrics = Metrics::default();
+        metrics.activation(Outcome::Success, Duration::from_micros(40));
+        metrics.activation(Outcome::Success, Duration::from_micros(50));
+        metrics.activation(Outcome::TimedOut, Duration::from_secs(1000));
+        metrics.init(false, Duration::from_millis(2));
+        let text = metrics.render(0, 0, 0, 0, 0);
+        for line in [
+            "wasm_executor_activations_total{outcome=\"success\"} 2",
+            "wasm_executor_activations_total{outcome=\"timeout\"} 1",
+            "wasm_executor_activations_total{outcome=\"trapped\"} 0",
+            "wasm_executor_inits_total{outcome=\"error\"} 1",
+            "wasm_executor_inits_total{outcome=\"ok\"} 0",
+            // 50 µs is the first bound: values at or below it count there.
+            "wasm_executor_run_duration_seconds_bucket{le=\"0.00005\"} 2",
+            "wasm_executor_run_duration_seconds_bucket{le=\"+Inf\"} 3",
+            "wasm_executor_run_duration_seconds_count 3",
+            "wasm_executor_run_duration_seconds_sum 1000.00009",
+            "wasm_executor_init_duration_seconds_count 1",
+        ] {
+            assert!(text.contains(line), "{line} in:\n{text}");
+        }
     }
 }

@@ -32,6 +32,18 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// Every outcome, in the order of its metrics counter.
+    pub const ALL: [Outcome; 8] = [
+        Outcome::Success,
+        Outcome::ApplicationError,
+        Outcome::InvalidResult,
+        Outcome::Exited,
+        Outcome::Trapped,
+        Outcome::TimedOut,
+        Outcome::MemoryExhausted,
+        Outcome::HostFailure,
+    ];
+
     pub fn label(self) -> &'static str {
         match self {
             Outcome::Success => "success",

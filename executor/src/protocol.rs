@@ -2,7 +2,7 @@
 //! Fields the executor does not use (`limits.concurrency`, …) are accepted and ignored: every
 //! run is isolated whatever the concurrency.
 
-use std::{collections::BTreeMap, fmt};
+use std::{borrow::Cow, collections::BTreeMap, fmt};
 
 use serde::{
     Deserialize, Deserializer,
@@ -10,19 +10,22 @@ use serde::{
 };
 use serde_json::{Value, value::RawValue};
 
+/// An /init body, borrowing the action's code from the request where it can (base64 has
+/// nothing a JSON string would escape).
 #[derive(Debug, Deserialize)]
-pub struct InitRequest {
-    pub value: Option<InitValue>,
+pub struct InitRequest<'a> {
+    #[serde(borrow)]
+    pub value: Option<InitValue<'a>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
-pub struct InitValue {
+pub struct InitValue<'a> {
     #[serde(default)]
     pub name: Option<String>,
     #[serde(default)]
     pub main: Option<String>,
-    #[serde(default)]
-    pub code: Option<String>,
+    #[serde(default, borrow)]
+    pub code: Option<Cow<'a, str>>,
     /// OpenWhisk's controller sets it true exactly when `code` is base64; false means text.
     #[serde(default)]
     pub binary: Option<bool>,

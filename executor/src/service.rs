@@ -7,6 +7,7 @@ use std::{
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
+use bytes::Bytes;
 use thiserror::Error;
 use tracing::Instrument;
 use wasm_artifact::{TrustedKeys, host_target};
@@ -178,11 +179,12 @@ impl Executor {
     pub async fn init(
         self: &Arc<Self>,
         id: &str,
-        request: InitRequest,
+        request: InitRequest<'_>,
+        body: &Bytes,
     ) -> Result<(), ServiceError> {
         let started = Instant::now();
         let result = self
-            .init_inner(id, request)
+            .init_inner(id, request, body)
             .instrument(tracing::info_span!("init", container = id))
             .await;
         // Turned away before anything was tried (a 503, counted as a rejection by the API):
@@ -204,7 +206,8 @@ impl Executor {
     async fn init_inner(
         self: &Arc<Self>,
         id: &str,
-        request: InitRequest,
+        request: InitRequest<'_>,
+        body: &Bytes,
     ) -> Result<(), ServiceError> {
         let value = request.value.unwrap_or_default();
         let binary = value.binary;
@@ -252,7 +255,7 @@ impl Executor {
         }
         let program_name = value.name.unwrap_or_else(|| id.to_owned());
 
-        let upload = self.uploads.upload(code, binary);
+        let upload = self.uploads.upload(&code, body, binary);
         let module = match upload.loaded() {
             // Seen before: linking the shared code is all that is left, right here.
             Some(code) => self.link(&code?, &spec)?,
@@ -339,11 +342,15 @@ impl Executor {
             })??
     }
 
-    /// Decodes, verifies and loads an upload's module. Runs on the blocking pool.
+    /// Decodes, verifies and loads an upload's module, and logs how long each step took. Runs on
+    /// the blocking pool.
     fn load(&self, text: &str, binary: Option<bool>) -> Result<Code, ServiceError> {
         let init_failed = |e: &dyn std::fmt::Display| ServiceError::InitFailed(e.to_string());
-        let module = code::decode(text, binary, self.config.max_module_mb << 20)
+        let started = Instant::now();
+        let decoded = code::decode(text, binary, self.config.max_module_mb << 20)
             .map_err(|e| init_failed(&e))?;
+        let module = decoded.module().map_err(|e| init_failed(&e))?;
+        let decoded_at = Instant::now();
         let input = match &module {
             ModuleCode::Portable { wasm, sha256 } => PrepareInput::Portable { wasm, sha256 },
             ModuleCode::Precompiled(envelope) => {
@@ -358,7 +365,17 @@ impl Executor {
                 PrepareInput::Precompiled(envelope)
             }
         };
-        self.backend.load(input).map_err(prepare_failed)
+        let verified_at = Instant::now();
+        let code = self.backend.load(input).map_err(prepare_failed)?;
+        let micros = |from: Instant, to: Instant| to.duration_since(from).as_micros() as u64;
+        tracing::info!(
+            code_chars = text.len(),
+            decode_us = micros(started, decoded_at),
+            verify_us = micros(decoded_at, verified_at),
+            load_us = micros(verified_at, Instant::now()),
+            "module loaded"
+        );
+        Ok(code)
     }
 
     /// Links loaded code for one container's grants and entry point.
@@ -404,13 +421,13 @@ impl Executor {
             let exit = backend.run(&worker_container.module, &activation);
             let mut captured = activation.output.finish();
             let response = outcome::interpret(exit, &mut captured, timeout_ms);
-            worker_container.logs.append_activation(&captured);
+            worker_container.logs.append_activation(captured);
             response
         });
         let response = run.instrument(span.clone()).await?;
         let took = started.elapsed();
         let outcome = response.outcome();
-        self.metrics.activation(outcome.label(), took);
+        self.metrics.activation(outcome, took);
         span.in_scope(|| {
             tracing::debug!(
                 outcome = outcome.label(),

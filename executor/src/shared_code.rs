@@ -7,6 +7,7 @@ use std::{
     sync::{Arc, Mutex, MutexGuard, OnceLock, Weak},
 };
 
+use bytes::Bytes;
 use foldhash::fast::FixedState;
 
 use crate::service::ServiceError;
@@ -17,7 +18,7 @@ pub struct SharedCode<T> {
     index: Arc<Index<T>>,
 }
 
-type ByText<T> = HashMap<Arc<str>, Weak<Upload<T>>, FixedState>;
+type ByText<T> = HashMap<Bytes, Weak<Upload<T>>, FixedState>;
 
 struct Index<T> {
     /// `[as sent with binary: false, otherwise]`.
@@ -27,7 +28,8 @@ struct Index<T> {
 /// One upload's code text and, once loaded, its module (or why it does not load). Containers
 /// hold it; the index only points to it.
 pub struct Upload<T> {
-    text: Arc<str>,
+    /// The code text, UTF-8 (it arrived as a JSON string).
+    text: Bytes,
     map: usize,
     index: Arc<Index<T>>,
     loaded: OnceLock<Result<Arc<T>, ServiceError>>,
@@ -52,16 +54,16 @@ impl<T> SharedCode<T> {
     }
 
     /// The upload of this code text: the one a live container holds, else a new one, not yet
-    /// loaded.
-    pub fn upload(&self, text: String, binary: Option<bool>) -> Arc<Upload<T>> {
+    /// loaded, which keeps the text where it lies in `body` (the /init's body) when it does.
+    pub fn upload(&self, text: &str, body: &Bytes, binary: Option<bool>) -> Arc<Upload<T>> {
         let map = usize::from(binary != Some(false));
         let mut maps = self.index.maps();
-        if let Some(upload) = maps[map].get(text.as_str()).and_then(Weak::upgrade) {
+        if let Some(upload) = maps[map].get(text.as_bytes()).and_then(Weak::upgrade) {
             return upload;
         }
-        let text: Arc<str> = text.into();
+        let text = held_text(text, body);
         let upload = Arc::new(Upload {
-            text: Arc::clone(&text),
+            text: text.clone(),
             map,
             index: Arc::clone(&self.index),
             loaded: OnceLock::new(),
@@ -73,6 +75,19 @@ impl<T> SharedCode<T> {
     /// Distinct uploads that live containers (or /inits in progress) hold.
     pub fn len(&self) -> usize {
         self.index.maps().iter().map(HashMap::len).sum()
+    }
+}
+
+/// `text` as a slice of `body` that keeps the body alive, when it lies in it (base64 has
+/// nothing JSON escapes, so it always does), else a copy (text unescaped by the JSON parser).
+fn held_text(text: &str, body: &Bytes) -> Bytes {
+    let start = text.as_ptr() as usize;
+    let body_start = body.as_ptr() as usize;
+    let inside = start >= body_start && start + text.len() <= body_start + body.len();
+    if inside {
+        body.slice_ref(text.as_bytes())
+    } else {
+        Bytes::copy_from_slice(text.as_bytes())
     }
 }
 
@@ -94,7 +109,11 @@ impl<T> Upload<T> {
         load: impl FnOnce(&str, Option<bool>) -> Result<T, ServiceError>,
     ) -> Result<Arc<T>, ServiceError> {
         self.loaded
-            .get_or_init(|| load(&self.text, self.binary()).map(Arc::new))
+            .get_or_init(|| {
+                let text = std::str::from_utf8(&self.text)
+                    .map_err(|_| ServiceError::Internal("an upload's text is not UTF-8".into()))?;
+                load(text, self.binary()).map(Arc::new)
+            })
             .clone()
     }
 }
@@ -106,10 +125,10 @@ impl<T> Drop for Upload<T> {
         let mut maps = self.index.maps();
         let map = &mut maps[self.map];
         if map
-            .get(&*self.text)
+            .get(&self.text)
             .is_some_and(|entry| entry.strong_count() == 0)
         {
-            map.remove(&*self.text);
+            map.remove(&self.text);
         }
     }
 }
@@ -126,13 +145,13 @@ mod tests {
             loads.set(loads.get() + 1);
             Ok(text.to_uppercase())
         };
-        let first = shared.upload("abc".into(), None);
+        let first = shared.upload("abc", &Bytes::new(), None);
         assert_eq!(*first.load(load).unwrap(), "ABC");
-        let second = shared.upload("abc".into(), Some(true));
+        let second = shared.upload("abc", &Bytes::new(), Some(true));
         assert!(Arc::ptr_eq(&first, &second), "the same upload");
         assert_eq!(*second.load(load).unwrap(), "ABC");
         assert_eq!(loads.get(), 1, "loaded once");
-        let text = shared.upload("abc".into(), Some(false));
+        let text = shared.upload("abc", &Bytes::new(), Some(false));
         assert!(
             !Arc::ptr_eq(&first, &text),
             "binary: false is another reading"
@@ -142,7 +161,7 @@ mod tests {
         assert_eq!(shared.len(), 1, "the second holder keeps it");
         drop(second);
         assert_eq!(shared.len(), 0, "freed with the last holder");
-        let again = shared.upload("abc".into(), None);
+        let again = shared.upload("abc", &Bytes::new(), None);
         assert!(again.loaded().is_none(), "loaded afresh");
     }
 
@@ -150,27 +169,45 @@ mod tests {
     fn a_failed_load_is_shared_by_its_waiters_and_retried_later() {
         let shared: SharedCode<()> = SharedCode::new(7);
         let failing = |_: &str, _: Option<bool>| Err(ServiceError::InitFailed("no".into()));
-        let upload = shared.upload("x".into(), None);
+        let upload = shared.upload("x", &Bytes::new(), None);
         assert!(upload.load(failing).is_err());
         assert!(matches!(upload.loaded(), Some(Err(_))));
         drop(upload);
-        let retry = shared.upload("x".into(), None);
+        let retry = shared.upload("x", &Bytes::new(), None);
         assert!(retry.load(|_, _| Ok(())).is_ok());
     }
 
     #[test]
     fn a_dropped_old_upload_leaves_a_newer_entry_alone() {
         let shared: SharedCode<()> = SharedCode::new(7);
-        let old = shared.upload("y".into(), None);
+        let old = shared.upload("y", &Bytes::new(), None);
         // The index entry is replaced only when dead; emulate a replacement racing the drop.
         let newer = Arc::new(Upload {
-            text: Arc::from("y"),
+            text: Bytes::from_static(b"y"),
             map: 1,
             index: Arc::clone(&shared.index),
             loaded: OnceLock::new(),
         });
-        shared.index.maps()[1].insert(Arc::from("y"), Arc::downgrade(&newer));
+        shared.index.maps()[1].insert(Bytes::from_static(b"y"), Arc::downgrade(&newer));
         drop(old);
-        assert!(Arc::ptr_eq(&shared.upload("y".into(), None), &newer));
+        assert!(Arc::ptr_eq(
+            &shared.upload("y", &Bytes::new(), None),
+            &newer
+        ));
+    }
+
+    #[test]
+    fn text_in_the_body_is_kept_there_and_other_text_copied() {
+        let shared: SharedCode<()> = SharedCode::new(7);
+        let body = Bytes::from_static(br#"{"value":{"code":"QUJD"}}"#);
+        let text = std::str::from_utf8(&body[18..22]).unwrap();
+        let held = shared.upload(text, &body, None);
+        assert_eq!(held.text.as_ptr(), text.as_ptr(), "a slice of the body");
+        let unescaped = String::from("QUJD");
+        let same = shared.upload(&unescaped, &body, None);
+        assert!(Arc::ptr_eq(&held, &same), "matched by content");
+        let elsewhere = shared.upload("(module)", &body, Some(false));
+        assert_eq!(&elsewhere.text[..], b"(module)");
+        assert_ne!(elsewhere.text.as_ptr(), body.as_ptr());
     }
 }

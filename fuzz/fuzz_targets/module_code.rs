@@ -9,16 +9,17 @@ use libfuzzer_sys::fuzz_target;
 use wasm_executor_fuzz::decode_action_code;
 
 fuzz_target!(|bytes: &[u8]| {
-    let _ = decode_action_code(
+    decode_action_code(
         &base64::engine::general_purpose::STANDARD.encode(bytes),
         Some(true),
     );
     if let Ok(text) = std::str::from_utf8(bytes) {
-        let _ = decode_action_code(text, Some(false));
+        decode_action_code(text, Some(false));
     }
     if let Ok(envelope) = wasm_artifact::Envelope::parse(bytes) {
         assert!(wasm_artifact::Envelope::is_envelope(bytes));
-        let again = wasm_artifact::Envelope::parse(&envelope.to_bytes()).unwrap();
+        let serialized = envelope.to_bytes();
+        let again = wasm_artifact::Envelope::parse(&serialized).unwrap();
         assert_eq!(again.header.payload_sha256, envelope.header.payload_sha256);
     }
 });

@@ -16,7 +16,7 @@ fuzz_target!(|body: &[u8]| {
             assert!(!text.is_empty() || body.len() > 2);
         }
         if let Some(code) = value.code {
-            let _ = decode_action_code(&code, value.binary);
+            decode_action_code(&code, value.binary);
         }
     }
     if let Ok(run) = serde_json::from_slice::<RunRequest>(body) {

@@ -27,20 +27,23 @@ pub const MAX_MODULE_BYTES: usize = 1 << 20;
 pub const MAX_ERROR_CHARS: usize = 2048;
 
 /// Decodes action code as /init does and checks what holds for every outcome: a module is a
-/// module with its own hash; an envelope survives a round trip; an error is short. Returns the
-/// decoded code for target-specific checks.
-pub fn decode_action_code(code: &str, binary: Option<bool>) -> Result<ModuleCode, CodeError> {
-    let decoded = code::decode(code, binary, MAX_MODULE_BYTES);
-    match &decoded {
+/// module with its own hash; an envelope survives a round trip; an error is short.
+pub fn decode_action_code(code: &str, binary: Option<bool>) {
+    match code::decode(code, binary, MAX_MODULE_BYTES)
+        .as_ref()
+        .map_err(CodeError::to_string)
+        .and_then(|decoded| decoded.module().map_err(|e| e.to_string()))
+    {
         Ok(ModuleCode::Portable { wasm, sha256 }) => {
             assert!(wasm.starts_with(b"\0asm"), "a portable module is Wasm");
-            assert_eq!(*sha256, wasm_artifact::sha256_hex(wasm));
+            assert_eq!(sha256, wasm_artifact::sha256_hex(wasm));
             // What the WAMR build checks at /init before WAMR sees the module.
             let _ = wamr_profile::check_tables(wasm);
             let _ = wamr_profile::declares_start_function(wasm);
         }
         Ok(ModuleCode::Precompiled(envelope)) => {
-            let again = wasm_artifact::Envelope::parse(&envelope.to_bytes())
+            let serialized = envelope.to_bytes();
+            let again = wasm_artifact::Envelope::parse(&serialized)
                 .expect("an envelope that parsed parses again after serialization");
             assert_eq!(again.payload, envelope.payload);
             // A tag as the WAMR build makes it (the build takes the version from WAMR's sources,
@@ -53,8 +56,7 @@ pub fn decode_action_code(code: &str, binary: Option<bool>) -> Result<ModuleCode
                 &envelope.payload,
             );
         }
-        Err(error) => {
-            let text = error.to_string();
+        Err(text) => {
             assert!(
                 text.chars().count() <= MAX_ERROR_CHARS,
                 "an error answer of {} characters: {}…",
@@ -63,5 +65,4 @@ pub fn decode_action_code(code: &str, binary: Option<bool>) -> Result<ModuleCode
             );
         }
     }
-    decoded
 }

@@ -84,7 +84,7 @@ pub struct BackendSettings {
 /// The module of an /init after decoding; precompiled envelopes are already verified.
 pub enum PrepareInput<'a> {
     Portable { wasm: &'a [u8], sha256: &'a str },
-    Precompiled(&'a Envelope),
+    Precompiled(&'a Envelope<'a>),
 }
 
 /// What a container grants its module, decided once at /init.

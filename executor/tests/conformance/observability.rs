@@ -63,7 +63,10 @@ fn refusals_at_capacity_count_as_rejected_not_as_failed_inits() {
         text.contains(r#"wasm_executor_inits_total{outcome="ok"} 1"#),
         "{text}"
     );
-    assert!(!text.contains(r#"outcome="error""#), "{text}");
+    assert!(
+        text.contains(r#"wasm_executor_inits_total{outcome="error"} 0"#),
+        "{text}"
+    );
 }
 
 #[test]

@@ -125,7 +125,8 @@ fn a_signed_zipped_artifact_runs_as_aot_code_with_the_interpreters_results() {
 fn artifacts_for_another_profile_cpu_or_kind_are_refused_without_harm() {
     let dir = ScratchDir::new("wamr-refuse");
     let wasm = action("add");
-    let ours = Envelope::parse(&precompile(&wasm, &host_target(), &dir)).unwrap();
+    let artifact = precompile(&wasm, &host_target(), &dir);
+    let ours = Envelope::parse(&artifact).unwrap();
     let tag = wamr_profile::tag(
         RuntimeId::Wamr.locked_version(),
         wamr_profile::TargetProfile::this_machine().unwrap(),
@@ -197,8 +198,9 @@ fn artifacts_for_another_profile_cpu_or_kind_are_refused_without_harm() {
     } else {
         "aarch64-unknown-linux-gnu"
     };
-    let foreign = Envelope::parse(&precompile(&wasm, other_target, &dir)).unwrap();
-    let r = ex.init_code("lie", &forge(foreign.payload), json!({}));
+    let foreign_artifact = precompile(&wasm, other_target, &dir);
+    let foreign = Envelope::parse(&foreign_artifact).unwrap();
+    let r = ex.init_code("lie", &forge(foreign.payload.into_owned()), json!({}));
     assert!(r.expect(502).error().contains("target"), "{}", r.text());
 
     // A bare AOT file, without our envelope.
@@ -213,7 +215,7 @@ fn artifacts_for_another_profile_cpu_or_kind_are_refused_without_harm() {
         ex.run(id, json!({})).expect(404);
     }
     healthy(&ex);
-    ex.init_code("good", &forge(ours.payload), json!({}))
+    ex.init_code("good", &forge(ours.payload.into_owned()), json!({}))
         .expect(200);
     assert_eq!(
         ex.run("good", json!({"param1": 1, "param2": 2}))

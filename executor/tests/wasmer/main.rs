@@ -208,8 +208,13 @@ fn foreign_and_bare_artifacts_are_refused_before_loading() {
         r.text()
     );
     // A wasmer artifact without our envelope: native code of unknown origin is never loaded.
-    let ours = Envelope::parse(&precompile(&action("add"), &host_target(), &dir)).unwrap();
-    let r = ex.init_code("bare", &zip_of(&[("add.wasmer", &ours.payload)]), json!({}));
+    let artifact = precompile(&action("add"), &host_target(), &dir);
+    let ours = Envelope::parse(&artifact).unwrap();
+    let r = ex.init_code(
+        "bare",
+        &zip_of(&[("add.wasmer", &*ours.payload)]),
+        json!({}),
+    );
     assert!(
         r.expect(502)
             .error()
@@ -237,12 +242,13 @@ fn an_envelope_lying_about_the_cpu_is_refused_not_run() {
     } else {
         "aarch64-unknown-linux-gnu"
     };
-    let foreign = Envelope::parse(&precompile(&action("add"), other, &dir)).unwrap();
+    let artifact = precompile(&action("add"), other, &dir);
+    let foreign = Envelope::parse(&artifact).unwrap();
     let lying = Envelope::new(
         wasm_artifact::RuntimeId::Wasmer,
         &host_target(),
         &action("add"),
-        foreign.payload,
+        foreign.payload.into_owned(),
     );
     let ex = trusting();
     let r = ex.init_code("lie", &lying.to_bytes(), json!({}));

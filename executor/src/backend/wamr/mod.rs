@@ -233,7 +233,7 @@ fn load_checked(
             "the artifact's payload is not a WAMR AOT module; precompile it with wasm-precompile-wamr".into(),
         ));
     }
-    tracing::debug!(kind = ?module.kind(), "module loaded");
+    tracing::debug!(kind = ?module.kind(), "module loaded into WAMR");
     Ok(module)
 }
 

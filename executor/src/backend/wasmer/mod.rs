@@ -99,15 +99,12 @@ impl Backend for WasmerBackend {
             // SAFETY: the envelope was verified before we got here (signature or the operator's
             // explicit trust, runtime, exact version, target triple, payload hash): wasmer does
             // not check the architecture of what it deserializes, the envelope did.
-            PrepareInput::Precompiled(envelope) => {
-                unsafe { Module::deserialize(&engine, envelope.payload.as_slice()) }.map_err(
-                    |e| {
-                        PrepareError::Invalid(format!(
-                            "the artifact does not load in this executor: {e}"
-                        ))
-                    },
-                )?
+            PrepareInput::Precompiled(envelope) => unsafe {
+                Module::deserialize(&engine, &*envelope.payload)
             }
+            .map_err(|e| {
+                PrepareError::Invalid(format!("the artifact does not load in this executor: {e}"))
+            })?,
         };
         Ok(LoadedCode { module, engine })
     }
