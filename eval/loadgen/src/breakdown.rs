@@ -1,15 +1,27 @@
 //! Where /init time goes before the runtime sees the module: the host-side steps the executor
-//! performs on an /init body (JSON parse, base64, unzip, envelope parse, signature and payload
-//! hash) repeated in this process on the same bytes with the same crates. What remains of the
-//! executor's own /init time is the runtime's part (deserialize or cache load, link,
-//! pre-instantiate) plus the pool hand-off.
+//! performs on an /init body — JSON parse, decoding (base64, zip, envelope framing; the module
+//! hash for portable Wasm) and verification (signature and payload hash) — run in this process
+//! on the same bytes through the executor's own decoder (`executor/src/code.rs`, compiled in
+//! here). The executor logs the same steps per load (`module loaded … decode_us verify_us
+//! load_us`); what remains of its /init time is the runtime's part and the pool hand-off.
 
-use std::{io::Read, path::Path, time::Instant};
+use std::{path::Path, time::Instant};
 
 use anyhow::Context;
-use base64::Engine as _;
 use serde::{Deserialize, Serialize};
-use wasm_artifact::{Envelope, RuntimeId, TrustedKeys, host_target};
+use wasm_artifact::{RuntimeId, TrustedKeys, host_target};
+
+#[path = "../../../executor/src/code.rs"]
+#[allow(
+    dead_code,
+    reason = "the executor's decoder, compiled in whole; the breakdown reads only what it times"
+)]
+mod code;
+
+use code::ModuleCode;
+
+/// The largest module the executor accepts by default (`--max-module-mb 32`).
+const MAX_MODULE_BYTES: usize = 32 << 20;
 
 /// Median time of each step, in µs.
 #[derive(Debug, Clone, Serialize)]
@@ -49,37 +61,27 @@ pub fn measure(
     let reps = reps.max(1);
 
     let mut pre = Vec::new();
-    let code = median(&mut pre, "json_parse", false, reps, || {
+    let text = median(&mut pre, "json_parse", false, reps, || {
         parse(precompiled_body)
     })?;
-    let zip = median(&mut pre, "base64_decode", true, reps, || decode(&code))?;
-    let bytes = median(&mut pre, "unzip", true, reps, || unzip(&zip))?;
-    let envelope = median(&mut pre, "envelope_parse", true, reps, || {
-        Envelope::parse(&bytes).context("parsing the envelope")
+    let decoded = median(&mut pre, "decode", true, reps, || decode(&text))?;
+    median(&mut pre, "verify", true, reps, || {
+        let ModuleCode::Precompiled(envelope) = decoded.module()? else {
+            anyhow::bail!("the precompiled body holds portable Wasm");
+        };
+        // The artifact's own runtime: the step costs the same for every backend.
+        let runtime = RuntimeId::from_name(&envelope.header.runtime)
+            .context("the envelope names an unknown runtime")?;
+        envelope
+            .verify(runtime, &target, &keys, false)
+            .context("verifying the envelope")
     })?;
-    median(
-        &mut pre,
-        "verify_signature_and_payload_sha256",
-        true,
-        reps,
-        || {
-            // The artifact's own runtime: the step costs the same for every backend.
-            let runtime = RuntimeId::from_name(&envelope.header.runtime)
-                .context("the envelope names an unknown runtime")?;
-            envelope
-                .verify(runtime, &target, &keys, false)
-                .context("verifying the envelope")
-        },
-    )?;
 
     let mut port = Vec::new();
-    let code = median(&mut port, "json_parse", false, reps, || {
+    let text = median(&mut port, "json_parse", false, reps, || {
         parse(portable_body)
     })?;
-    let wasm = median(&mut port, "base64_decode", true, reps, || decode(&code))?;
-    median(&mut port, "module_sha256", true, reps, || {
-        Ok(wasm_artifact::sha256_hex(&wasm))
-    })?;
+    median(&mut port, "decode", true, reps, || decode(&text))?;
 
     Ok(Breakdown {
         repetitions: reps,
@@ -118,21 +120,10 @@ fn parse(body: &[u8]) -> anyhow::Result<String> {
     Ok(body.value.code)
 }
 
-/// As the executor does it: drop whitespace, then decode.
-fn decode(code: &str) -> anyhow::Result<Vec<u8>> {
-    let compact: Vec<u8> = code.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-    base64::engine::general_purpose::STANDARD
-        .decode(&compact)
-        .context("decoding base64")
-}
-
-/// The single entry of a zip (the executor first peeks at every entry's head, then reads it).
-fn unzip(zip: &[u8]) -> anyhow::Result<Vec<u8>> {
-    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(zip)).context("opening the zip")?;
-    let mut entry = archive.by_index(0).context("reading the zip entry")?;
-    let mut out = Vec::with_capacity(entry.size() as usize);
-    entry
-        .read_to_end(&mut out)
-        .context("inflating the zip entry")?;
-    Ok(out)
+/// As the executor does it: decode the code and find the module in it (for an envelope, its
+/// framing; for portable Wasm, its hash).
+fn decode(text: &str) -> anyhow::Result<code::DecodedCode> {
+    let decoded = code::decode(text, Some(true), MAX_MODULE_BYTES)?;
+    decoded.module()?;
+    Ok(decoded)
 }

@@ -1,8 +1,11 @@
 //! `wasm-bench footprint`: what containers cost an executor in memory, and how fast /init and
 //! a warm /run are, for precompiled and for portable code, for each executor given. Per
 //! executor and code path, a fresh executor: its idle RSS, then N containers of the same action
-//! (each /init timed, new connection each), its RSS, one /run of each (warm containers), its RSS
-//! again, then sequential warm /runs on one kept-alive connection.
+//! (each /init timed, new connection each; all but the first find the module loaded), its RSS,
+//! one /run of each (warm containers), its RSS again, sequential warm /runs on one kept-alive
+//! connection; then, every container destroyed, /inits of code no container holds (each
+//! destroyed again, so each loads the module anew). /init times are the client's and the
+//! executor's own (`took_us`, with the steps of each module load, from its log).
 
 use std::{
     path::{Path, PathBuf},
@@ -16,7 +19,7 @@ use serde_json::json;
 use crate::{
     executor::{ExecutorOptions, ExecutorProcess, fresh_dir},
     http::{Client, ConnMode},
-    precompile, report,
+    precompile, report, serverlog,
     stats::Summary,
     workload,
 };
@@ -42,6 +45,10 @@ pub struct FootprintArgs {
     /// Measured sequential warm /runs per executor and code path (after a tenth as warm-up).
     #[arg(long, default_value_t = 2000)]
     requests: usize,
+    /// /inits of code no container holds, per executor and code path (after a tenth as
+    /// warm-up); portable ones find the module in the compile cache after the first.
+    #[arg(long, default_value_t = 100)]
+    new_inits: usize,
     /// Where summary.{json,md} go.
     #[arg(long, default_value = "eval/results/footprint")]
     out: PathBuf,
@@ -61,6 +68,8 @@ struct Rss {
 #[derive(Debug, Serialize)]
 struct PathResult {
     runtime: String,
+    /// The executor binary's file name.
+    executor: String,
     code: &'static str,
     idle: Rss,
     after_init: Rss,
@@ -69,6 +78,35 @@ struct PathResult {
     per_warm_container_kib: f64,
     init: Option<Summary>,
     warm_run: Option<Summary>,
+    /// The same warm /runs inside the executor (`took_us`).
+    warm_run_executor: Option<Summary>,
+    /// /init of code no container holds: client, executor (`took_us`) and the load's steps.
+    new_init: Option<Summary>,
+    new_init_executor: Option<Summary>,
+    new_init_steps_p50_us: Option<StepMedians>,
+    /// /init of code a live container holds (every container but the first), executor side.
+    seen_init_executor: Option<Summary>,
+}
+
+/// Medians of the executor's module-load steps (µs).
+#[derive(Debug, Serialize)]
+struct StepMedians {
+    decode: f64,
+    verify: f64,
+    load: f64,
+}
+
+impl StepMedians {
+    fn of(loads: &[serverlog::LoadSteps]) -> Option<StepMedians> {
+        let p50 = |step: fn(&serverlog::LoadSteps) -> u64| {
+            Summary::of_us(loads.iter().map(step)).map(|s| s.p50_us)
+        };
+        Some(StepMedians {
+            decode: p50(|l| l.decode_us)?,
+            verify: p50(|l| l.verify_us)?,
+            load: p50(|l| l.load_us)?,
+        })
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -77,6 +115,7 @@ struct FootprintReport {
     module: String,
     containers: usize,
     requests: usize,
+    new_inits: usize,
     quick: bool,
     loadavg_start: String,
     loadavg_end: String,
@@ -84,10 +123,18 @@ struct FootprintReport {
 }
 
 pub fn run(args: &FootprintArgs) -> anyhow::Result<()> {
-    let (containers, requests) = if args.quick {
-        (5, 50)
+    let sizes = if args.quick {
+        Sizes {
+            containers: 5,
+            requests: 50,
+            new_inits: 5,
+        }
     } else {
-        (args.containers, args.requests)
+        Sizes {
+            containers: args.containers,
+            requests: args.requests,
+            new_inits: args.new_inits,
+        }
     };
     let wasm = args.actions.join(format!("{}.wasm", args.module));
     if !wasm.exists() {
@@ -100,13 +147,14 @@ pub fn run(args: &FootprintArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&scratch)?;
     std::fs::create_dir_all(&args.out)?;
     let loadavg_start = report::loadavg();
-    let result = measure_all(args, &wasm, &scratch, containers, requests);
+    let result = measure_all(args, &wasm, &scratch, &sizes);
     let _ = std::fs::remove_dir_all(&scratch);
     let report = FootprintReport {
         tool: "wasm-bench footprint",
         module: args.module.clone(),
-        containers,
-        requests,
+        containers: sizes.containers,
+        requests: sizes.requests,
+        new_inits: sizes.new_inits,
         quick: args.quick,
         loadavg_start,
         loadavg_end: report::loadavg(),
@@ -122,12 +170,26 @@ pub fn run(args: &FootprintArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// How much each executor and code path is measured.
+struct Sizes {
+    containers: usize,
+    requests: usize,
+    new_inits: usize,
+}
+
+impl Sizes {
+    /// New /inits before the measured ones: a tenth, and at least the one that compiles a
+    /// portable module (the later ones find it in the cache).
+    fn new_init_warmup(&self) -> usize {
+        (self.new_inits / 10).max(1)
+    }
+}
+
 fn measure_all(
     args: &FootprintArgs,
     wasm: &Path,
     scratch: &Path,
-    containers: usize,
-    requests: usize,
+    sizes: &Sizes,
 ) -> anyhow::Result<Vec<PathResult>> {
     let mut results = Vec::new();
     for spec in &args.executors {
@@ -141,12 +203,14 @@ fn measure_all(
             ("portable", workload::read(wasm)?),
         ];
         for (code, bytes) in codes {
-            tracing::info!(runtime, code, containers, requests, "footprint");
+            tracing::info!(runtime, binary, code, "footprint");
             let options = ExecutorOptions {
                 binary: PathBuf::from(binary),
                 state_dir: fresh_dir(&dir, &format!("cache-{code}"))?,
                 trusted_key: Some(artifact.public_key.clone()),
-                log_filter: "warn".into(),
+                // `initialized` and `module loaded` (the executor's own /init times) and
+                // `activation ended` (its /run times).
+                log_filter: "info,wasm_executor::service=debug".into(),
                 log_path: dir.join(format!("executor-{code}.log")),
                 extra_args: Vec::new(),
             };
@@ -156,11 +220,15 @@ fn measure_all(
                 runtime,
                 code,
                 &workload::init_body(&bytes),
-                containers,
-                requests,
+                sizes,
             );
-            executor.stop()?;
-            results.push(result?);
+            let log = executor.stop()?;
+            let mut result = with_executor_times(result?, &log, sizes);
+            result.executor = Path::new(binary).file_name().map_or_else(
+                || binary.to_owned(),
+                |name| name.to_string_lossy().into_owned(),
+            );
+            results.push(result);
         }
     }
     Ok(results)
@@ -171,9 +239,13 @@ fn measure(
     runtime: &str,
     code: &'static str,
     init_body: &[u8],
-    containers: usize,
-    requests: usize,
+    sizes: &Sizes,
 ) -> anyhow::Result<PathResult> {
+    let Sizes {
+        containers,
+        requests,
+        new_inits,
+    } = *sizes;
     let pid = executor.pid().context("the executor is not running")?;
     let addr = executor.addr;
     // Every backend's build lands at the same path: make sure this one is what it is called.
@@ -193,17 +265,7 @@ fn measure(
     let idle = rss(pid)?;
     let mut inits = Vec::with_capacity(containers);
     for index in 0..containers {
-        let started = Instant::now();
-        let response =
-            Client::new(addr, ConnMode::New).post(&format!("/fp-{index}/init"), init_body)?;
-        inits.push(started.elapsed().as_nanos() as u64);
-        if response.status != 200 {
-            bail!(
-                "/init answered {}: {}",
-                response.status,
-                response.body_text()
-            );
-        }
+        inits.push(timed_init(addr, &format!("fp-{index}"), init_body)?);
     }
     let after_init = rss(pid)?;
     let run_body = workload::run_body(&json!({"footprint": true}));
@@ -236,8 +298,25 @@ fn measure(
             );
         }
     }
+    // Last, with every container gone (the memory figures are taken): /inits of code no
+    // container holds, each destroyed again so that the next loads the module anew.
+    let mut admin = Client::new(addr, ConnMode::KeepAlive);
+    for index in 0..containers {
+        destroy(&mut admin, &format!("fp-{index}"))?;
+    }
+    let mut new = Vec::with_capacity(new_inits);
+    let warmup = sizes.new_init_warmup();
+    for index in 0..warmup + new_inits {
+        let id = format!("new-{index}");
+        let took = timed_init(addr, &id, init_body)?;
+        if index >= warmup {
+            new.push(took);
+        }
+        destroy(&mut admin, &id)?;
+    }
     Ok(PathResult {
         runtime: runtime.to_owned(),
+        executor: String::new(),
         code,
         idle,
         after_init,
@@ -246,7 +325,61 @@ fn measure(
             / containers.max(1) as f64,
         init: Summary::of_ns(inits),
         warm_run: Summary::of_ns(runs),
+        warm_run_executor: None,
+        new_init: Summary::of_ns(new),
+        new_init_executor: None,
+        new_init_steps_p50_us: None,
+        seen_init_executor: None,
     })
+}
+
+fn destroy(client: &mut Client, id: &str) -> anyhow::Result<()> {
+    let response = client.post(&format!("/{id}/destroy"), b"")?;
+    if response.status != 200 {
+        bail!("/destroy of {id} answered {}", response.status);
+    }
+    Ok(())
+}
+
+/// One /init on a new connection, timed by the client (ns).
+fn timed_init(addr: std::net::SocketAddr, id: &str, body: &[u8]) -> anyhow::Result<u64> {
+    let started = Instant::now();
+    let response = Client::new(addr, ConnMode::New).post(&format!("/{id}/init"), body)?;
+    let took = started.elapsed().as_nanos() as u64;
+    if response.status != 200 {
+        bail!(
+            "/init of {id} answered {}: {}",
+            response.status,
+            response.body_text()
+        );
+    }
+    Ok(took)
+}
+
+/// Adds the executor's own /init times from its log: the measured new /inits (and their module
+/// loads, the warm-up's left out) and the containers that found the module loaded.
+fn with_executor_times(mut result: PathResult, log: &str, sizes: &Sizes) -> PathResult {
+    let times = serverlog::parse(log);
+    let took = |id: String| times.inits.get(&id).and_then(|t| t.first().copied());
+    let warmup = sizes.new_init_warmup();
+    let measured = warmup..warmup + sizes.new_inits;
+    result.new_init_executor =
+        Summary::of_us(measured.clone().filter_map(|i| took(format!("new-{i}"))));
+    // One load for the containers (`fp-0`'s), then one per new /init.
+    let first_new = usize::from(sizes.containers > 0);
+    result.new_init_steps_p50_us = times
+        .loads
+        .get(first_new + measured.start..first_new + measured.end)
+        .and_then(StepMedians::of);
+    // Container fp-0 ran once, then the warm-up, then the measured runs.
+    let warmup_runs = 1 + sizes.requests / 10;
+    result.warm_run_executor = times
+        .runs
+        .get("fp-0")
+        .and_then(|runs| Summary::of_us(runs.iter().skip(warmup_runs).copied()));
+    result.seen_init_executor =
+        Summary::of_us((1..sizes.containers).filter_map(|i| took(format!("fp-{i}"))));
+    result
 }
 
 /// Resident memory of process `pid` in bytes, if it runs.
@@ -274,10 +407,11 @@ fn rss(pid: u32) -> anyhow::Result<Rss> {
 
 fn markdown(report: &FootprintReport) -> String {
     let mut out = format!(
-        "# wasm-bench footprint\n\n`{}`, {} containers per executor and code path, {} warm /runs; load average {} → {}{}\n\n",
+        "# wasm-bench footprint\n\n`{}`, {} containers per executor and code path, {} warm /runs, {} /inits of code no container holds; load average {} → {}{}\n\n",
         report.module,
         report.containers,
         report.requests,
+        report.new_inits,
         report.loadavg_start,
         report.loadavg_end,
         if report.quick {
@@ -286,8 +420,8 @@ fn markdown(report: &FootprintReport) -> String {
             ""
         }
     );
-    out.push_str("| runtime | code | idle RSS | RSS after /inits | after one /run each | per warm container | /init p50 | /init p99 | warm /run p50 | warm /run p99 |\n");
-    out.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    out.push_str("| runtime | executor | code | idle RSS | RSS after /inits | after one /run each | per warm container | /init p50 | /init p99 | warm /run p50 | warm /run p99 |\n");
+    out.push_str("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     let us = |s: &Option<Summary>, p99: bool| {
         s.as_ref().map_or("-".into(), |s| {
             format!("{:.0} µs", if p99 { s.p99_us } else { s.p50_us })
@@ -295,8 +429,9 @@ fn markdown(report: &FootprintReport) -> String {
     };
     for r in &report.results {
         out.push_str(&format!(
-            "| {} | {} | {:.1} MiB | {:.1} MiB | {:.1} MiB | {:.0} KiB | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {:.1} MiB | {:.1} MiB | {:.1} MiB | {:.0} KiB | {} | {} | {} | {} |\n",
             r.runtime,
+            r.executor,
             r.code,
             r.idle.total_kib as f64 / 1024.0,
             r.after_init.total_kib as f64 / 1024.0,
@@ -306,6 +441,34 @@ fn markdown(report: &FootprintReport) -> String {
             us(&r.init, true),
             us(&r.warm_run, false),
             us(&r.warm_run, true),
+        ));
+    }
+    out.push_str("\nInside the executor (`took_us` of its log; p50, p90 in brackets): /init of code no container holds (with the medians of the module load's steps) and of code a live container holds, and the warm /runs above:\n\n");
+    out.push_str("| runtime | executor | code | new: client p50 | new: executor | decode | verify | load | seen: executor | warm /run: executor |\n");
+    out.push_str("|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    let p50_p90 = |s: &Option<Summary>| {
+        s.as_ref().map_or("-".into(), |s| {
+            format!("{:.0} µs ({:.0})", s.p50_us, s.p90_us)
+        })
+    };
+    for r in &report.results {
+        let step = |f: fn(&StepMedians) -> f64| {
+            r.new_init_steps_p50_us
+                .as_ref()
+                .map_or("-".into(), |s| format!("{:.0} µs", f(s)))
+        };
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            r.runtime,
+            r.executor,
+            r.code,
+            us(&r.new_init, false),
+            p50_p90(&r.new_init_executor),
+            step(|s| s.decode),
+            step(|s| s.verify),
+            step(|s| s.load),
+            p50_p90(&r.seen_init_executor),
+            p50_p90(&r.warm_run_executor),
         ));
     }
     out
