@@ -24,7 +24,8 @@ pub struct InitValue<'a> {
     pub name: Option<String>,
     #[serde(default)]
     pub main: Option<String>,
-    #[serde(default, borrow)]
+    /// Borrowed from the body unless JSON escapes had to be undone.
+    #[serde(default, borrow, deserialize_with = "borrowed_text")]
     pub code: Option<Cow<'a, str>>,
     /// OpenWhisk's controller sets it true exactly when `code` is base64; false means text.
     #[serde(default)]
@@ -144,6 +145,16 @@ pub fn check_env(name: &str, value: &str) -> Result<(), String> {
     ))
 }
 
+/// A string borrowed from the body where it can be. (serde borrows a `Cow<str>` only where it
+/// is the field's whole type; inside an `Option` it would always be copied.)
+fn borrowed_text<'de: 'a, 'a, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Cow<'a, str>>, D::Error> {
+    #[derive(Deserialize)]
+    struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
+    Ok(Option::<Text<'a>>::deserialize(d)?.map(|Text(text)| text))
+}
+
 /// Annotations arrive as JSON booleans or as strings ("true") depending on how they were set.
 fn lenient_bool<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
     Ok(match Value::deserialize(d)? {
@@ -197,6 +208,28 @@ mod tests {
             let error = check_env(name, value).unwrap_err();
             assert!(error.contains("cannot be passed to the action"), "{error}");
         }
+    }
+
+    #[test]
+    fn init_code_is_borrowed_from_the_body_unless_unescaped() {
+        let code = |body: &'static str| {
+            serde_json::from_str::<InitRequest>(body)
+                .unwrap()
+                .value
+                .unwrap()
+                .code
+        };
+        assert!(matches!(
+            code(r#"{"value": {"code": "AGFzbQ==", "binary": true}}"#),
+            Some(Cow::Borrowed("AGFzbQ=="))
+        ));
+        assert!(matches!(
+            code(r#"{"value": {"code": "(module)\n"}}"#),
+            Some(Cow::Owned(text)) if text == "(module)\n"
+        ));
+        assert!(code(r#"{"value": {"code": null}}"#).is_none());
+        assert!(code(r#"{"value": {}}"#).is_none());
+        assert!(serde_json::from_str::<InitRequest>(r#"{"value": {"code": 1}}"#).is_err());
     }
 
     #[test]
