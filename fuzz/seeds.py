@@ -25,12 +25,12 @@ MODULE = bytes.fromhex(
 )
 
 
-def zipped(entries):
+def zipped(entries, method=zipfile.ZIP_DEFLATED):
     out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+    with zipfile.ZipFile(out, "w", method) as archive:
         for name, data in entries:
             info = zipfile.ZipInfo(name, date_time=(2021, 1, 1, 0, 0, 0))
-            archive.writestr(info, data, compress_type=zipfile.ZIP_DEFLATED)
+            archive.writestr(info, data, compress_type=method)
     return out.getvalue()
 
 
@@ -68,6 +68,10 @@ CODES = {
     "envelope-signed": envelope("wasmer", b"payload", bytes(64)),
     "envelope-wamr": envelope("wamr", wamr_payload("wamr 2.4.3 [x]", b"\0aot" + bytes(12))),
     "zip-envelope": zipped([("main.wasm", envelope("wasmtime", b"payload"))]),
+    # Stored, as wasm-precompile --zip packs artifacts: read where it lies, after its CRC-32.
+    "zip-stored-envelope": zipped(
+        [("README", b"hi"), ("main.wasm", envelope("wasmtime", b"payload"))], zipfile.ZIP_STORED
+    ),
     "elf": b"\x7fELF\x02\x01\x01" + bytes(9),
     "text": b"(module)",
     "wat": b';; WebAssembly text\n(module (memory 1) (func (export "_start")))\n',

@@ -17,6 +17,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::{
+    cpu,
     executor::{ExecutorOptions, ExecutorProcess, fresh_dir},
     http::{Client, ConnMode},
     precompile, report, serverlog,
@@ -78,8 +79,10 @@ struct PathResult {
     per_warm_container_kib: f64,
     init: Option<Summary>,
     warm_run: Option<Summary>,
-    /// The same warm /runs inside the executor (`took_us`).
+    /// The same warm /runs inside the executor (`took_us`), and the executor's CPU time per
+    /// warm /run (all its threads, from their scheduler statistics).
     warm_run_executor: Option<Summary>,
+    warm_run_cpu_us: Option<f64>,
     /// /init of code no container holds: client, executor (`took_us`) and the load's steps.
     new_init: Option<Summary>,
     new_init_executor: Option<Summary>,
@@ -284,7 +287,11 @@ fn measure(
     let mut client = Client::new(addr, ConnMode::KeepAlive);
     let warmup = requests / 10;
     let mut runs = Vec::with_capacity(requests);
+    let mut cpu_before = 0;
     for index in 0..warmup + requests {
+        if index == warmup {
+            cpu_before = cpu::process_cpu_ns(pid);
+        }
         let started = Instant::now();
         let response = client.post("/fp-0/run", &run_body)?;
         if index >= warmup {
@@ -298,6 +305,7 @@ fn measure(
             );
         }
     }
+    let warm_run_cpu_us = cpu::per_request_us(cpu_before, cpu::process_cpu_ns(pid), requests);
     // Last, with every container gone (the memory figures are taken): /inits of code no
     // container holds, each destroyed again so that the next loads the module anew.
     let mut admin = Client::new(addr, ConnMode::KeepAlive);
@@ -326,6 +334,7 @@ fn measure(
         init: Summary::of_ns(inits),
         warm_run: Summary::of_ns(runs),
         warm_run_executor: None,
+        warm_run_cpu_us,
         new_init: Summary::of_ns(new),
         new_init_executor: None,
         new_init_steps_p50_us: None,
@@ -444,8 +453,8 @@ fn markdown(report: &FootprintReport) -> String {
         ));
     }
     out.push_str("\nInside the executor (`took_us` of its log; p50, p90 in brackets): /init of code no container holds (with the medians of the module load's steps) and of code a live container holds, and the warm /runs above:\n\n");
-    out.push_str("| runtime | executor | code | new: client p50 | new: executor | decode | verify | load | seen: executor | warm /run: executor |\n");
-    out.push_str("|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    out.push_str("| runtime | executor | code | new: client p50 | new: executor | decode | verify | load | seen: executor | warm /run: executor | its CPU per warm /run |\n");
+    out.push_str("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     let p50_p90 = |s: &Option<Summary>| {
         s.as_ref().map_or("-".into(), |s| {
             format!("{:.0} µs ({:.0})", s.p50_us, s.p90_us)
@@ -458,7 +467,7 @@ fn markdown(report: &FootprintReport) -> String {
                 .map_or("-".into(), |s| format!("{:.0} µs", f(s)))
         };
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             r.runtime,
             r.executor,
             r.code,
@@ -469,6 +478,8 @@ fn markdown(report: &FootprintReport) -> String {
             step(|s| s.load),
             p50_p90(&r.seen_init_executor),
             p50_p90(&r.warm_run_executor),
+            r.warm_run_cpu_us
+                .map_or("-".into(), |us| format!("{us:.0} µs")),
         ));
     }
     out

@@ -2,7 +2,9 @@
 
 use serde_json::json;
 
-use crate::harness::{Executor, action, b64, printing_module_text, zip_of};
+use crate::harness::{
+    Executor, action, artifacts_only, b64, printing_module_text, stored_zip_of, zip_of,
+};
 
 #[test]
 fn malformed_bodies_are_400_with_a_json_error() {
@@ -27,7 +29,15 @@ fn malformed_bodies_are_400_with_a_json_error() {
 fn bad_code_is_refused_with_what_was_found() {
     let ex = Executor::start();
     let wasm = action("add");
+    // A module stored uncompressed is read where it lies in the archive, after its checksum.
+    let mut corrupt = stored_zip_of(&[("add.wasm", &wasm)]);
+    let at = corrupt
+        .windows(wasm.len())
+        .position(|w| w == wasm.as_slice())
+        .unwrap();
+    corrupt[at + wasm.len() / 2] ^= 0xff;
     let cases: Vec<(&str, String, &str)> = vec![
+        ("crc", b64(&corrupt), "checksum"),
         ("b64", "%%% not base64 %%%".into(), "base64"),
         ("notzip", b64(b"PK\x03\x04 this is no zip"), "zip"),
         (
@@ -55,6 +65,16 @@ fn bad_code_is_refused_with_what_was_found() {
         ex.run(id, json!({})).expect(404);
     }
     ex.init_code("good", &wasm, json!({})).expect(200);
+    // The same module stored uncompressed (an executor of artifacts only gets its artifacts
+    // that way already).
+    if !artifacts_only() {
+        ex.init_code("stored", &stored_zip_of(&[("add.wasm", &wasm)]), json!({}))
+            .expect(200);
+        assert_eq!(
+            ex.run("stored", json!({"a": 2, "b": 3})).expect(200).json(),
+            ex.run("good", json!({"a": 2, "b": 3})).expect(200).json()
+        );
+    }
 }
 
 #[test]

@@ -479,7 +479,7 @@ fn launcher_reports_pid() -> bool {
 }
 
 /// Whether the executor under test runs precompiled artifacts only (`WASM_EXECUTOR_ARTIFACTS_ONLY`).
-fn artifacts_only() -> bool {
+pub fn artifacts_only() -> bool {
     std::env::var("WASM_EXECUTOR_ARTIFACTS_ONLY").is_ok_and(|v| v == "1")
 }
 
@@ -624,10 +624,19 @@ pub fn action(name: &str) -> Vec<u8> {
 }
 
 pub fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
+    zip_with(entries, zip::CompressionMethod::Deflated)
+}
+
+/// A zip of `entries` stored without compression, as `wasm-precompile --zip` packs artifacts.
+pub fn stored_zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
+    zip_with(entries, zip::CompressionMethod::Stored)
+}
+
+fn zip_with(entries: &[(&str, &[u8])], method: zip::CompressionMethod) -> Vec<u8> {
     let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
     for (name, data) in entries {
-        w.start_file(*name, zip::write::SimpleFileOptions::default())
-            .unwrap();
+        let options = zip::write::SimpleFileOptions::default().compression_method(method);
+        w.start_file(*name, options).unwrap();
         w.write_all(data).unwrap();
     }
     w.finish().unwrap().into_inner()
