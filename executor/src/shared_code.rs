@@ -79,12 +79,13 @@ impl<T> SharedCode<T> {
 }
 
 /// `text` as a slice of `body` that keeps the body alive, when it lies in it (base64 has
-/// nothing JSON escapes, so it always does), else a copy (text unescaped by the JSON parser).
+/// nothing JSON escapes, so it always does) and is most of it; else a copy (text unescaped by
+/// the JSON parser, or a body padded with other fields, which a container must not keep).
 fn held_text(text: &str, body: &Bytes) -> Bytes {
     let start = text.as_ptr() as usize;
     let body_start = body.as_ptr() as usize;
     let inside = start >= body_start && start + text.len() <= body_start + body.len();
-    if inside {
+    if inside && text.len() >= body.len() / 2 {
         body.slice_ref(text.as_bytes())
     } else {
         Bytes::copy_from_slice(text.as_bytes())
@@ -199,11 +200,17 @@ mod tests {
     #[test]
     fn text_in_the_body_is_kept_there_and_other_text_copied() {
         let shared: SharedCode<()> = SharedCode::new(7);
-        let body = Bytes::from_static(br#"{"value":{"code":"QUJD"}}"#);
-        let text = std::str::from_utf8(&body[18..22]).unwrap();
+        let body = Bytes::from_static(br#"{"value":{"code":"QUJDQUJDQUJDQUJDQUJD"}}"#);
+        let text = std::str::from_utf8(&body[18..38]).unwrap();
         let held = shared.upload(text, &body, None);
         assert_eq!(held.text.as_ptr(), text.as_ptr(), "a slice of the body");
-        let unescaped = String::from("QUJD");
+        // Code that is not most of its body is copied: the rest of the body is not kept.
+        let padded = Bytes::from(format!(r#"{{"code":"QUJD","pad":"{}"}}"#, "x".repeat(100)));
+        let small = std::str::from_utf8(&padded[9..13]).unwrap();
+        let copied = shared.upload(small, &padded, None);
+        assert_eq!(&copied.text[..], b"QUJD");
+        assert_ne!(copied.text.as_ptr(), small.as_ptr());
+        let unescaped = String::from("QUJDQUJDQUJDQUJDQUJD");
         let same = shared.upload(&unescaped, &body, None);
         assert!(Arc::ptr_eq(&held, &same), "matched by content");
         let elsewhere = shared.upload("(module)", &body, Some(false));
