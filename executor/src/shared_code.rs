@@ -78,14 +78,20 @@ impl<T> SharedCode<T> {
     }
 }
 
+/// Bodies from this size on arrive in several reads, which the HTTP layer joins into a buffer
+/// of their own; a smaller body may be a slice of the connection's read buffer (up to about
+/// 400 KiB in hyper), which a held slice would keep whole.
+const HELD_BODY_MIN_BYTES: usize = 1 << 20;
+
 /// `text` as a slice of `body` that keeps the body alive, when it lies in it (base64 has
-/// nothing JSON escapes, so it always does) and is most of it; else a copy (text unescaped by
-/// the JSON parser, or a body padded with other fields, which a container must not keep).
+/// nothing JSON escapes, so it always does) and is most of a body of its own; else a copy
+/// (text unescaped by the JSON parser, a body padded with other fields, or a small one: a
+/// container must keep no more than its code).
 fn held_text(text: &str, body: &Bytes) -> Bytes {
     let start = text.as_ptr() as usize;
     let body_start = body.as_ptr() as usize;
     let inside = start >= body_start && start + text.len() <= body_start + body.len();
-    if inside && text.len() >= body.len() / 2 {
+    if inside && body.len() >= HELD_BODY_MIN_BYTES && text.len() >= body.len() / 2 {
         body.slice_ref(text.as_bytes())
     } else {
         Bytes::copy_from_slice(text.as_bytes())
@@ -200,19 +206,26 @@ mod tests {
     #[test]
     fn text_in_the_body_is_kept_there_and_other_text_copied() {
         let shared: SharedCode<()> = SharedCode::new(7);
-        let body = Bytes::from_static(br#"{"value":{"code":"QUJDQUJDQUJDQUJDQUJD"}}"#);
-        let text = std::str::from_utf8(&body[18..38]).unwrap();
+        let code = "QUJD".repeat(HELD_BODY_MIN_BYTES / 4);
+        let body = Bytes::from(format!(r#"{{"value":{{"code":"{code}"}}}}"#));
+        let text = std::str::from_utf8(&body[18..18 + code.len()]).unwrap();
         let held = shared.upload(text, &body, None);
         assert_eq!(held.text.as_ptr(), text.as_ptr(), "a slice of the body");
-        // Code that is not most of its body is copied: the rest of the body is not kept.
-        let padded = Bytes::from(format!(r#"{{"code":"QUJD","pad":"{}"}}"#, "x".repeat(100)));
+        let same = shared.upload(&code, &Bytes::new(), None);
+        assert!(Arc::ptr_eq(&held, &same), "matched by content");
+        // Code that is not most of its body, or in a small body, is copied: nothing else of
+        // the body is kept.
+        let padded = Bytes::from(format!(r#"{{"code":"QUJD","pad":"{code}"}}"#));
         let small = std::str::from_utf8(&padded[9..13]).unwrap();
         let copied = shared.upload(small, &padded, None);
         assert_eq!(&copied.text[..], b"QUJD");
         assert_ne!(copied.text.as_ptr(), small.as_ptr());
-        let unescaped = String::from("QUJDQUJDQUJDQUJDQUJD");
-        let same = shared.upload(&unescaped, &body, None);
-        assert!(Arc::ptr_eq(&held, &same), "matched by content");
+        let little = Bytes::from_static(br#"{"value":{"code":"QUJF"}}"#);
+        let text = std::str::from_utf8(&little[18..22]).unwrap();
+        assert_ne!(
+            shared.upload(text, &little, None).text.as_ptr(),
+            text.as_ptr()
+        );
         let elsewhere = shared.upload("(module)", &body, Some(false));
         assert_eq!(&elsewhere.text[..], b"(module)");
         assert_ne!(elsewhere.text.as_ptr(), body.as_ptr());
