@@ -1,14 +1,16 @@
 //! Loaded code by upload: every container whose /init carries the same code text shares one
 //! decoded, verified and compiled (or deserialized) module, loaded once, freed with the last
-//! container that holds it. Uploads are matched byte for byte, never by a hash alone.
+//! container that holds it. Uploads are matched byte for byte, never by a hash alone; each
+//! text is hashed once, when its /init arrives.
 
 use std::{
-    collections::HashMap,
+    hash::BuildHasher,
     sync::{Arc, Mutex, MutexGuard, OnceLock, Weak},
 };
 
 use bytes::Bytes;
 use foldhash::fast::FixedState;
+use hashbrown::{HashTable, hash_table::Entry};
 
 use crate::service::ServiceError;
 
@@ -18,9 +20,17 @@ pub struct SharedCode<T> {
     index: Arc<Index<T>>,
 }
 
-type ByText<T> = HashMap<Bytes, Weak<Upload<T>>, FixedState>;
+/// Entries of the index: the text's hash (kept, so nothing is hashed twice), the text, its upload.
+type ByText<T> = HashTable<IndexEntry<T>>;
+
+struct IndexEntry<T> {
+    hash: u64,
+    text: Bytes,
+    upload: Weak<Upload<T>>,
+}
 
 struct Index<T> {
+    hasher: FixedState,
     /// `[as sent with binary: false, otherwise]`.
     maps: Mutex<[ByText<T>; 2]>,
 }
@@ -30,6 +40,8 @@ struct Index<T> {
 pub struct Upload<T> {
     /// The code text, UTF-8 (it arrived as a JSON string).
     text: Bytes,
+    /// The text's hash and map in the index, to find its entry again when it goes.
+    hash: u64,
     map: usize,
     index: Arc<Index<T>>,
     loaded: OnceLock<Result<Arc<T>, ServiceError>>,
@@ -45,10 +57,10 @@ impl<T> SharedCode<T> {
     /// An empty index whose hashing is seeded with `seed` (random per process: nobody outside
     /// can line up uploads in one bucket).
     pub fn new(seed: u64) -> Self {
-        let map = || ByText::with_hasher(FixedState::with_seed(seed));
         SharedCode {
             index: Arc::new(Index {
-                maps: Mutex::new([map(), map()]),
+                hasher: FixedState::with_seed(seed),
+                maps: Mutex::new([HashTable::new(), HashTable::new()]),
             }),
         }
     }
@@ -57,24 +69,41 @@ impl<T> SharedCode<T> {
     /// loaded, which keeps the text where it lies in `body` (the /init's body) when it does.
     pub fn upload(&self, text: &str, body: &Bytes, binary: Option<bool>) -> Arc<Upload<T>> {
         let map = usize::from(binary != Some(false));
+        let hash = self.index.hasher.hash_one(text.as_bytes());
         let mut maps = self.index.maps();
-        if let Some(upload) = maps[map].get(text.as_bytes()).and_then(Weak::upgrade) {
+        let same_text = |entry: &IndexEntry<T>| entry.text == text.as_bytes();
+        let entry = maps[map].entry(hash, same_text, |entry| entry.hash);
+        if let Entry::Occupied(found) = &entry
+            && let Some(upload) = found.get().upload.upgrade()
+        {
             return upload;
         }
         let text = held_text(text, body);
         let upload = Arc::new(Upload {
             text: text.clone(),
+            hash,
             map,
             index: Arc::clone(&self.index),
             loaded: OnceLock::new(),
         });
-        maps[map].insert(text, Arc::downgrade(&upload));
+        let indexed = IndexEntry {
+            hash,
+            text,
+            upload: Arc::downgrade(&upload),
+        };
+        // An entry whose upload is going (its last holder is dropping it) is taken over.
+        match entry {
+            Entry::Occupied(mut dead) => *dead.get_mut() = indexed,
+            Entry::Vacant(vacant) => {
+                vacant.insert(indexed);
+            }
+        }
         upload
     }
 
     /// Distinct uploads that live containers (or /inits in progress) hold.
     pub fn len(&self) -> usize {
-        self.index.maps().iter().map(HashMap::len).sum()
+        self.index.maps().iter().map(HashTable::len).sum()
     }
 }
 
@@ -127,15 +156,14 @@ impl<T> Upload<T> {
 
 impl<T> Drop for Upload<T> {
     /// Leaves the index with the last holder, unless a newer upload of the same text took the
-    /// entry meanwhile.
+    /// entry meanwhile (the entry is this upload's when it points here).
     fn drop(&mut self) {
+        let this: *const Upload<T> = self;
         let mut maps = self.index.maps();
-        let map = &mut maps[self.map];
-        if map
-            .get(&self.text)
-            .is_some_and(|entry| entry.strong_count() == 0)
+        if let Ok(entry) =
+            maps[self.map].find_entry(self.hash, |entry| std::ptr::eq(entry.upload.as_ptr(), this))
         {
-            map.remove(&self.text);
+            entry.remove();
         }
     }
 }
@@ -191,11 +219,15 @@ mod tests {
         // The index entry is replaced only when dead; emulate a replacement racing the drop.
         let newer = Arc::new(Upload {
             text: Bytes::from_static(b"y"),
+            hash: old.hash,
             map: 1,
             index: Arc::clone(&shared.index),
             loaded: OnceLock::new(),
         });
-        shared.index.maps()[1].insert(Bytes::from_static(b"y"), Arc::downgrade(&newer));
+        let entry = shared.index.maps()[1]
+            .find_mut(old.hash, |entry| entry.text == "y")
+            .map(|entry| entry.upload = Arc::downgrade(&newer));
+        assert!(entry.is_some());
         drop(old);
         assert!(Arc::ptr_eq(
             &shared.upload("y", &Bytes::new(), None),
