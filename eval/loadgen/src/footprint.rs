@@ -22,6 +22,7 @@ use crate::{
     http::{Client, ConnMode},
     precompile, report, serverlog,
     stats::Summary,
+    suite::{destroy_container, init_container},
     workload,
 };
 
@@ -310,7 +311,7 @@ fn measure(
     // container holds, each destroyed again so that the next loads the module anew.
     let mut admin = Client::new(addr, ConnMode::KeepAlive);
     for index in 0..containers {
-        destroy(&mut admin, &format!("fp-{index}"))?;
+        destroy_container(&mut admin, &format!("fp-{index}"))?;
     }
     let mut new = Vec::with_capacity(new_inits);
     let warmup = sizes.new_init_warmup();
@@ -320,7 +321,7 @@ fn measure(
         if index >= warmup {
             new.push(took);
         }
-        destroy(&mut admin, &id)?;
+        destroy_container(&mut admin, &id)?;
     }
     Ok(PathResult {
         runtime: runtime.to_owned(),
@@ -342,27 +343,11 @@ fn measure(
     })
 }
 
-fn destroy(client: &mut Client, id: &str) -> anyhow::Result<()> {
-    let response = client.post(&format!("/{id}/destroy"), b"")?;
-    if response.status != 200 {
-        bail!("/destroy of {id} answered {}", response.status);
-    }
-    Ok(())
-}
-
 /// One /init on a new connection, timed by the client (ns).
 fn timed_init(addr: std::net::SocketAddr, id: &str, body: &[u8]) -> anyhow::Result<u64> {
     let started = Instant::now();
-    let response = Client::new(addr, ConnMode::New).post(&format!("/{id}/init"), body)?;
-    let took = started.elapsed().as_nanos() as u64;
-    if response.status != 200 {
-        bail!(
-            "/init of {id} answered {}: {}",
-            response.status,
-            response.body_text()
-        );
-    }
-    Ok(took)
+    init_container(addr, id, body)?;
+    Ok(started.elapsed().as_nanos() as u64)
 }
 
 /// Adds the executor's own /init times from its log: the measured new /inits (and their module
