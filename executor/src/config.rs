@@ -45,21 +45,31 @@ pub struct Config {
     #[arg(long, env = "WASM_EXECUTOR_POOL_THREADS", default_value_t = 64)]
     pub pool_threads: usize,
 
-    /// Where guest work (prepare at /init, the guest at /run) runs once admitted. `pool`: on
-    /// the blocking pool, while the HTTP workers stay free. `async`: the async (tokio) worker
-    /// handling the request blocks until the guest job is done, so the workers serve nothing
-    /// else meanwhile; the design the pool replaced, kept only for the evaluation.
+    /// Where guests run once admitted. `async` (the wasmtime build's default): on the task of
+    /// their request, suspended while they wait on a timer or the network, so a waiting guest
+    /// holds neither a thread nor a slot of --max-concurrent; guests with a granted directory,
+    /// module loads and the other builds use the pool. `pool`: every guest on the blocking pool,
+    /// holding its thread and slot while it waits. `blocking-worker`: the async worker handling
+    /// the request blocks until its guest is done (the design the pool replaced, kept only for
+    /// the evaluation).
     #[arg(
         long,
         env = "WASM_EXECUTOR_GUEST_EXECUTION",
         value_enum,
-        default_value_t = GuestExecution::Pool
+        default_value_t = GuestExecution::DEFAULT
     )]
     pub guest_execution: GuestExecution,
 
-    /// Activations (and inits) executing at once; each holds one Wasm instance.
+    /// Activations (and inits) executing at once; each holds one Wasm instance. With
+    /// `--guest-execution async`, a guest waiting on a timer or the network does not count.
     #[arg(long, env = "WASM_EXECUTOR_MAX_CONCURRENT", default_value_t = 64)]
     pub max_concurrent: usize,
+
+    /// With `--guest-execution async`: guests alive at once on their requests' tasks (running,
+    /// waiting for a slot, or waiting on a timer or the network), each with its instance;
+    /// beyond it /run answers 503. The instance allocator reserves address space for them.
+    #[arg(long, env = "WASM_EXECUTOR_MAX_INSTANCES", default_value_t = 4096)]
+    pub max_instances: usize,
 
     /// Activations allowed to wait for a free slot; beyond that the executor answers 503 so
     /// OpenWhisk reschedules the activation.
@@ -216,10 +226,21 @@ impl std::fmt::Display for Listen {
 /// Where admitted guest work runs (`--guest-execution`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum GuestExecution {
+    /// On the request's own task, suspended while it waits (wasmtime only).
+    Async,
     /// On the bounded blocking pool (`--pool-threads`); the async workers only wait for it.
     Pool,
     /// Blocking the async worker that handles the request (for the evaluation only).
-    Async,
+    BlockingWorker,
+}
+
+impl GuestExecution {
+    /// `async` where the runtime can suspend a guest (wasmtime), else `pool`.
+    pub const DEFAULT: GuestExecution = if cfg!(feature = "wasmtime") {
+        GuestExecution::Async
+    } else {
+        GuestExecution::Pool
+    };
 }
 
 impl Config {
@@ -236,6 +257,21 @@ impl Config {
                 ));
             }
         }
+        if self.guest_execution == GuestExecution::Async && !cfg!(feature = "wasmtime") {
+            return Err(
+                "--guest-execution async needs the wasmtime build; use pool or blocking-worker"
+                    .into(),
+            );
+        }
         Ok(())
+    }
+
+    /// Wasm instances that may be alive at once, which the backend's allocator provides for:
+    /// in async execution, the guests on their tasks and those on the pool (one per slot).
+    pub fn instance_slots(&self) -> usize {
+        match self.guest_execution {
+            GuestExecution::Async => self.max_instances.saturating_add(self.max_concurrent),
+            GuestExecution::Pool | GuestExecution::BlockingWorker => self.max_concurrent,
+        }
     }
 }

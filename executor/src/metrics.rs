@@ -35,6 +35,7 @@ pub struct Metrics {
     modules: Gauge,
     pool_running: Gauge,
     pool_queued: Gauge,
+    task_guests: Gauge,
     pending_log_bytes: Gauge,
     rejected: Counter<u64, AtomicU64>,
 }
@@ -116,6 +117,7 @@ impl Default for Metrics {
         let modules = Gauge::default();
         let pool_running = Gauge::default();
         let pool_queued = Gauge::default();
+        let task_guests = Gauge::default();
         let pending_log_bytes = Gauge::default();
         let rejected = Counter::default();
         registry.register("activations", "Activations by outcome", activations.clone());
@@ -142,13 +144,18 @@ impl Default for Metrics {
         );
         registry.register(
             "pool_running",
-            "Guest jobs running on the blocking pool",
+            "Guest jobs holding a slot: on the blocking pool, or computing on their request's task",
             pool_running.clone(),
         );
         registry.register(
             "pool_queued",
-            "Guest jobs waiting for a pool slot",
+            "Guest jobs waiting for a slot",
             pool_queued.clone(),
+        );
+        registry.register(
+            "task_guests",
+            "Guests alive on their requests' tasks (--guest-execution async): computing, waiting for a slot, or waiting on a timer or the network",
+            task_guests.clone(),
         );
         registry.register(
             "pending_log_bytes",
@@ -176,6 +183,7 @@ impl Default for Metrics {
             modules,
             pool_running,
             pool_queued,
+            task_guests,
             pending_log_bytes,
             rejected,
         }
@@ -204,12 +212,14 @@ impl Metrics {
         modules: usize,
         running: usize,
         queued: usize,
+        task_guests: usize,
         pending_log_bytes: usize,
     ) -> String {
         self.containers.set(containers as i64);
         self.modules.set(modules as i64);
         self.pool_running.set(running as i64);
         self.pool_queued.set(queued as i64);
+        self.task_guests.set(task_guests as i64);
         self.pending_log_bytes.set(pending_log_bytes as i64);
         let mut out = String::new();
         encode(&mut out, &self.registry).expect("writing to a String cannot fail");
@@ -231,7 +241,7 @@ mod tests {
         metrics.activation(Outcome::Success, Duration::from_micros(50));
         metrics.activation(Outcome::TimedOut, Duration::from_secs(1000));
         metrics.init(false, Duration::from_millis(2));
-        let text = metrics.render(0, 0, 0, 0, 0);
+        let text = metrics.render(0, 0, 0, 0, 0, 0);
         for line in [
             "wasm_executor_activations_total{outcome=\"success\"} 2",
             "wasm_executor_activations_total{outcome=\"timeout\"} 1",

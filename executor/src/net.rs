@@ -1,18 +1,36 @@
 //! The HTTP GET capability (`openwhisk::http_get`): the operator's policy for which hosts a
-//! guest may reach, and the blocking request itself, bounded in time and body size.
-//! Backends only move bytes between guest memory and [`HttpGetter::get`].
+//! guest may reach, and the request itself, asynchronous (a waiting guest holds no thread),
+//! bounded in time and body size. Backends only move bytes between guest memory and
+//! [`HttpGetter::get`] (or [`HttpGetter::get_blocking`] from a pool thread).
 
 use std::{
-    net::{IpAddr, Ipv4Addr},
+    net::{IpAddr, Ipv4Addr, SocketAddr},
+    pin::pin,
+    sync::Arc,
     time::{Duration, Instant},
 };
 
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty, Limited};
+use hyper::{Request, Uri, header};
+use hyper_util::rt::TokioIo;
 use thiserror::Error;
+use tokio::{
+    io::{AsyncRead, AsyncWrite},
+    net::TcpStream,
+};
+use tokio_rustls::{
+    TlsConnector,
+    rustls::{ClientConfig, RootCertStore, pki_types::ServerName},
+};
 
 /// The import module guests link the capability from.
 pub const IMPORT_MODULE: &str = "openwhisk";
 /// The functions of that module.
 pub const IMPORT_NAMES: [&str; 2] = ["http_get", "http_read"];
+
+/// What the request says it is.
+const USER_AGENT: &str = "openwhisk-wasm-executor";
 
 /// Guest-visible result codes of `http_get` (see actions/README.md).
 pub mod code {
@@ -42,6 +60,12 @@ impl HttpGetError {
     }
 }
 
+/// A failed request, as the guest learns of it: the kind of failure, never an address (a name
+/// that resolves inside the operator's network must not reveal where).
+fn failed(what: &str) -> HttpGetError {
+    HttpGetError::RequestFailed(what.to_owned())
+}
+
 #[derive(Debug)]
 pub struct HttpResponse {
     pub status: u16,
@@ -49,163 +73,238 @@ pub struct HttpResponse {
 }
 
 /// Performs guests' HTTP GETs under the operator's policy. Shared by all containers.
-#[derive(Debug)]
 pub struct HttpGetter {
-    agent: ureq::Agent,
+    allow: Vec<String>,
+    tls: TlsConnector,
     timeout: Duration,
     max_body_bytes: u64,
+    /// The executor's async runtime, for guests that call from a pool thread.
+    #[cfg_attr(
+        feature = "wasmtime",
+        allow(dead_code, reason = "wasmtime's guests await the GET")
+    )]
+    runtime: tokio::runtime::Handle,
+}
+
+impl std::fmt::Debug for HttpGetter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpGetter")
+            .field("allow", &self.allow)
+            .field("timeout", &self.timeout)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A URL a guest may ask for, taken apart.
+struct Target {
+    https: bool,
+    /// Without brackets, lowercase.
+    host: String,
+    port: u16,
+    /// `host[:port]` as the URL gave it, for the `Host` header.
+    authority: String,
+    path_and_query: String,
 }
 
 impl HttpGetter {
-    pub fn new(allow: Vec<String>, timeout: Duration, max_body_bytes: u64) -> Self {
-        let config = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            // A redirect could lead from an allowed host to an internal one: the guest gets
-            // the 3xx response and decides, and its next request is checked again.
-            .max_redirects(0)
-            .max_redirects_will_error(false)
-            // Proxies from the environment would connect on the guest's behalf to addresses
-            // the policy never saw.
-            .proxy(None)
-            .user_agent("openwhisk-wasm-executor")
-            .build();
-        let resolver = PolicyResolver {
-            allow: allow.into_iter().map(|h| h.to_ascii_lowercase()).collect(),
-            lookup: ureq::unversioned::resolver::DefaultResolver::default(),
+    /// Must be called inside the executor's async runtime.
+    pub fn new(allow: Vec<String>, timeout: Duration, max_body_bytes: u64) -> anyhow::Result<Self> {
+        let roots = RootCertStore {
+            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
         };
-        let agent = ureq::Agent::with_parts(
-            config,
-            ureq::unversioned::transport::DefaultConnector::default(),
-            resolver,
-        );
-        HttpGetter {
-            agent,
+        let tls = ClientConfig::builder_with_provider(Arc::new(
+            tokio_rustls::rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        Ok(HttpGetter {
+            allow: allow.into_iter().map(|h| h.to_ascii_lowercase()).collect(),
+            tls: TlsConnector::from(Arc::new(tls)),
             timeout,
             max_body_bytes,
-        }
+            runtime: tokio::runtime::Handle::try_current()?,
+        })
     }
 
-    /// GETs `url`, giving up at `deadline` at the latest (name lookup included).
-    pub fn get(&self, url: &str, deadline: Instant) -> Result<HttpResponse, HttpGetError> {
-        check_url(url)?;
+    /// GETs `url`, giving up at `deadline` at the latest (name lookup included). Redirects are
+    /// not followed: a redirect could lead from an allowed host to an internal one, so the guest
+    /// gets the 3xx response and decides, and its next request is checked again. No proxy is
+    /// used: it would connect on the guest's behalf to addresses the policy never saw.
+    pub async fn get(&self, url: &str, deadline: Instant) -> Result<HttpResponse, HttpGetError> {
+        let target = parse_url(url)?;
         let remaining = deadline.saturating_duration_since(Instant::now());
         let timeout = self.timeout.min(remaining);
         if timeout.is_zero() {
-            return Err(HttpGetError::RequestFailed(
-                "the activation deadline has passed".into(),
-            ));
+            return Err(failed("the activation deadline has passed"));
         }
-        let mut response = self
-            .agent
-            .get(url)
-            .config()
-            .timeout_global(Some(timeout))
-            .build()
-            .call()
-            .map_err(request_failure)?;
-        let status = response.status().as_u16();
-        let body = response
-            .body_mut()
-            .with_config()
-            .limit(self.max_body_bytes)
-            .read_to_vec()
-            .map_err(|e| match e {
-                ureq::Error::BodyExceedsLimit(_) => HttpGetError::BodyTooLarge(self.max_body_bytes),
-                other => request_failure(other),
-            })?;
-        Ok(HttpResponse { status, body })
+        tokio::time::timeout(timeout, self.fetch(&target))
+            .await
+            .unwrap_or_else(|_| Err(failed("timed out")))
+    }
+
+    /// [`HttpGetter::get`] for a guest on a pool thread, which waits for it.
+    #[cfg_attr(
+        feature = "wasmtime",
+        allow(dead_code, reason = "wasmtime's guests await the GET")
+    )]
+    pub fn get_blocking(&self, url: &str, deadline: Instant) -> Result<HttpResponse, HttpGetError> {
+        self.runtime.block_on(self.get(url, deadline))
+    }
+
+    async fn fetch(&self, target: &Target) -> Result<HttpResponse, HttpGetError> {
+        let addrs = self.resolve(target).await?;
+        let tcp = connect(&addrs).await?;
+        if !target.https {
+            return exchange(tcp, target, self.max_body_bytes).await;
+        }
+        let name = ServerName::try_from(target.host.clone())
+            .map_err(|_| failed("TLS failed: the host is not a valid server name"))?;
+        let tls = self
+            .tls
+            .connect(name, tcp)
+            .await
+            .map_err(|e| HttpGetError::RequestFailed(format!("TLS failed: {e}")))?;
+        exchange(tls, target, self.max_body_bytes).await
+    }
+
+    /// Resolves the host once, for the connection itself: hosts the operator listed
+    /// (`--net-allow`, `*` for all) may have any address; others only global ones, every address
+    /// of them. Only these addresses are connected to, so a second, different answer from DNS
+    /// (rebinding) is never used.
+    async fn resolve(&self, target: &Target) -> Result<Vec<SocketAddr>, HttpGetError> {
+        let addrs: Vec<SocketAddr> = match target.host.parse::<IpAddr>() {
+            Ok(ip) => vec![SocketAddr::new(ip, target.port)],
+            Err(_) => tokio::net::lookup_host((target.host.as_str(), target.port))
+                .await
+                .map_err(|_| failed("host not found"))?
+                .collect(),
+        };
+        if addrs.is_empty() {
+            return Err(failed("host not found"));
+        }
+        if !listed(&self.allow, &target.host, target.port)
+            && addrs.iter().any(|a| !is_global(a.ip()))
+        {
+            return Err(HttpGetError::NotPermitted(format!(
+                "{} resolves to an internal address; the operator must allow it with --net-allow",
+                target.host
+            )));
+        }
+        Ok(addrs)
     }
 }
 
 /// Only http and https URLs with a host.
-fn check_url(url: &str) -> Result<(), HttpGetError> {
+fn parse_url(url: &str) -> Result<Target, HttpGetError> {
     let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
-    if !matches!(scheme.as_deref(), Some("http" | "https")) {
-        return Err(HttpGetError::NotPermitted(format!(
-            "only http and https URLs may be fetched, not {url:?}"
-        )));
-    }
-    let uri: ureq::http::Uri = url
+    let https = match scheme.as_deref() {
+        Some("http") => false,
+        Some("https") => true,
+        _ => {
+            return Err(HttpGetError::NotPermitted(format!(
+                "only http and https URLs may be fetched, not {url:?}"
+            )));
+        }
+    };
+    let uri: Uri = url
         .parse()
         .map_err(|e| HttpGetError::NotPermitted(format!("invalid URL {url:?}: {e}")))?;
-    if uri.host().is_none_or(str::is_empty) {
+    let (Some(host), Some(authority)) = (uri.host().filter(|h| !h.is_empty()), uri.authority())
+    else {
         return Err(HttpGetError::NotPermitted(format!(
             "URL {url:?} has no host"
         )));
-    }
-    Ok(())
-}
-
-/// A refusal by the policy, carried through ureq as the cause of an I/O error.
-#[derive(Debug, Error)]
-#[error("{0}")]
-struct Refused(String);
-
-/// What a guest learns of a failed request: the kind of failure, never an address (a name
-/// that resolves inside the operator's network must not reveal where).
-fn request_failure(error: ureq::Error) -> HttpGetError {
-    if let ureq::Error::Io(io) = &error
-        && let Some(refused) = io.get_ref().and_then(|e| e.downcast_ref::<Refused>())
-    {
-        return HttpGetError::NotPermitted(refused.0.clone());
-    }
-    let text = match &error {
-        ureq::Error::Timeout(_) => "timed out".to_owned(),
-        ureq::Error::HostNotFound => "host not found".to_owned(),
-        ureq::Error::ConnectionFailed => "connection failed".to_owned(),
-        ureq::Error::Io(io) => format!("{}", io.kind()),
-        ureq::Error::Tls(message) => format!("TLS failed: {message}"),
-        ureq::Error::Protocol(_) | ureq::Error::Http(_) => {
-            "the server's answer is not valid HTTP".to_owned()
-        }
-        _ => "the request could not be made".to_owned(),
     };
-    HttpGetError::RequestFailed(text)
-}
-
-/// Resolves a guest's host once, for the connection itself: hosts the operator listed
-/// (`--net-allow`, `*` for all) may have any address; others only global ones, every address
-/// of them. The connector gets exactly these addresses, so a second, different answer from
-/// DNS (rebinding) is never used.
-#[derive(Debug)]
-struct PolicyResolver {
-    allow: Vec<String>,
-    lookup: ureq::unversioned::resolver::DefaultResolver,
-}
-
-impl ureq::unversioned::resolver::Resolver for PolicyResolver {
-    fn resolve(
-        &self,
-        uri: &ureq::http::Uri,
-        config: &ureq::config::Config,
-        timeout: ureq::unversioned::transport::NextTimeout,
-    ) -> Result<ureq::unversioned::resolver::ResolvedSocketAddrs, ureq::Error> {
-        let host = uri
-            .host()
-            .unwrap_or_default()
+    if authority.as_str().contains('@') {
+        return Err(HttpGetError::NotPermitted(format!(
+            "URL {url:?} carries credentials, which are not sent"
+        )));
+    }
+    Ok(Target {
+        https,
+        host: host
             .trim_start_matches('[')
             .trim_end_matches(']')
-            .to_ascii_lowercase();
-        let port = uri
-            .port_u16()
-            .unwrap_or(if uri.scheme_str() == Some("https") {
-                443
-            } else {
-                80
-            });
-        let addrs = self.lookup.resolve(uri, config, timeout)?;
-        if listed(&self.allow, &host, port) {
-            return Ok(addrs);
+            .to_ascii_lowercase(),
+        port: uri.port_u16().unwrap_or(if https { 443 } else { 80 }),
+        authority: authority.as_str().to_owned(),
+        path_and_query: uri
+            .path_and_query()
+            .map_or_else(|| "/".to_owned(), |p| p.as_str().to_owned()),
+    })
+}
+
+/// Connects to the first address that answers, in the order the lookup gave.
+async fn connect(addrs: &[SocketAddr]) -> Result<TcpStream, HttpGetError> {
+    for addr in addrs {
+        if let Ok(stream) = TcpStream::connect(addr).await {
+            let _ = stream.set_nodelay(true);
+            return Ok(stream);
         }
-        if addrs.iter().any(|a| !is_global(a.ip())) {
-            return Err(ureq::Error::Io(std::io::Error::new(
-                std::io::ErrorKind::PermissionDenied,
-                Refused(format!(
-                    "{host} resolves to an internal address; the operator must allow it with --net-allow"
-                )),
-            )));
-        }
-        Ok(addrs)
+    }
+    Err(failed("connection failed"))
+}
+
+/// Sends the GET over `stream` and reads the answer, its body up to `max_body_bytes`. The
+/// connection is driven beside the exchange and closed with it.
+async fn exchange<S>(
+    stream: S,
+    target: &Target,
+    max_body_bytes: u64,
+) -> Result<HttpResponse, HttpGetError>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let invalid = |_| failed("the server's answer is not valid HTTP");
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|_| failed("connection failed"))?;
+    let request = Request::get(target.path_and_query.as_str())
+        .header(header::HOST, target.authority.as_str())
+        .header(header::USER_AGENT, USER_AGENT)
+        .body(Empty::<Bytes>::new())
+        .map_err(|_| failed("the request could not be made"))?;
+    let limit = usize::try_from(max_body_bytes).unwrap_or(usize::MAX);
+    let mut exchanged = pin!(async {
+        let response = sender.send_request(request).await.map_err(hyper_failure)?;
+        let status = response.status().as_u16();
+        let body = Limited::new(response.into_body(), limit)
+            .collect()
+            .await
+            .map_err(|e| {
+                if e.is::<http_body_util::LengthLimitError>() {
+                    HttpGetError::BodyTooLarge(max_body_bytes)
+                } else {
+                    e.downcast::<hyper::Error>()
+                        .map_or_else(invalid, |e| hyper_failure(*e))
+                }
+            })?
+            .to_bytes();
+        Ok(HttpResponse {
+            status,
+            body: body.into(),
+        })
+    });
+    let mut connection = pin!(connection);
+    tokio::select! {
+        result = &mut exchanged => result,
+        ended = &mut connection => match ended {
+            // Closed after the answer: what it sent is buffered for the exchange.
+            Ok(()) => exchanged.await,
+            Err(error) => Err(hyper_failure(error)),
+        },
+    }
+}
+
+fn hyper_failure(error: hyper::Error) -> HttpGetError {
+    if error.is_parse() || error.is_parse_status() || error.is_parse_too_large() {
+        failed("the server's answer is not valid HTTP")
+    } else if error.is_timeout() {
+        failed("timed out")
+    } else {
+        failed("connection failed")
     }
 }
 
@@ -277,14 +376,15 @@ mod tests {
             Duration::from_secs(2),
             1024,
         )
+        .unwrap()
     }
 
     fn soon() -> Instant {
         Instant::now() + Duration::from_secs(2)
     }
 
-    #[test]
-    fn internal_hosts_need_the_operator() {
+    #[tokio::test]
+    async fn internal_hosts_need_the_operator() {
         let g = getter(&[]);
         for url in [
             "http://127.0.0.1:9/",
@@ -294,7 +394,7 @@ mod tests {
             "http://[::ffff:127.0.0.1]:9/",
             "http://[64:ff9b::7f00:1]:9/",
         ] {
-            match g.get(url, soon()) {
+            match g.get(url, soon()).await {
                 Err(HttpGetError::NotPermitted(text)) => {
                     assert!(
                         text.contains("internal address") && !text.contains("127.0.0.1:"),
@@ -306,21 +406,93 @@ mod tests {
         }
         for url in ["ftp://example.com/", "not a url", "http:///path"] {
             assert!(
-                matches!(g.get(url, soon()), Err(HttpGetError::NotPermitted(_))),
+                matches!(g.get(url, soon()).await, Err(HttpGetError::NotPermitted(_))),
                 "{url}"
             );
         }
         // Listed: the lookup's addresses are used as they are (here nothing listens).
-        let listed = getter(&["127.0.0.1:9"]).get("http://127.0.0.1:9/x", soon());
+        let listed = getter(&["127.0.0.1:9"])
+            .get("http://127.0.0.1:9/x", soon())
+            .await;
         assert!(
             matches!(listed, Err(HttpGetError::RequestFailed(_))),
             "{listed:?}"
         );
-        let other_port = getter(&["127.0.0.1:9"]).get("http://127.0.0.1:10/", soon());
+        let other_port = getter(&["127.0.0.1:9"])
+            .get("http://127.0.0.1:10/", soon())
+            .await;
         assert!(
             matches!(other_port, Err(HttpGetError::NotPermitted(_))),
             "{other_port:?}"
         );
+    }
+
+    /// Serves each of `answers` once, in order, on a loopback port; returns the base URL.
+    fn serve(answers: Vec<Vec<u8>>) -> String {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            for answer in answers {
+                let (mut stream, _) = listener.accept().unwrap();
+                let mut request = [0u8; 4096];
+                let _ = stream.read(&mut request);
+                let _ = stream.write_all(&answer);
+            }
+        });
+        url
+    }
+
+    #[tokio::test]
+    async fn answers_come_back_as_they_are_within_the_body_limit() {
+        let too_large = format!(
+            "HTTP/1.1 200 OK\r\ncontent-length: 2000\r\n\r\n{}",
+            "x".repeat(2000)
+        );
+        let url = serve(vec![
+            b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello".to_vec(),
+            b"HTTP/1.1 302 Found\r\nlocation: http://10.0.0.1/\r\ncontent-length: 0\r\n\r\n"
+                .to_vec(),
+            b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\nunframed body".to_vec(),
+            too_large.into_bytes(),
+            b"SSH-2.0-OpenSSH\r\n".to_vec(),
+        ]);
+        let host = url.trim_start_matches("http://");
+        let g = getter(&[host]);
+        let ok = g.get(&format!("{url}/a?b=c"), soon()).await.unwrap();
+        assert_eq!((ok.status, ok.body.as_slice()), (200, &b"hello"[..]));
+        // A redirect is the guest's to follow (or not).
+        let redirect = g.get(&url, soon()).await.unwrap();
+        assert_eq!(redirect.status, 302);
+        let unframed = g.get(&url, soon()).await.unwrap();
+        assert_eq!(unframed.body, b"unframed body");
+        assert!(matches!(
+            g.get(&url, soon()).await,
+            Err(HttpGetError::BodyTooLarge(1024))
+        ));
+        match g.get(&url, soon()).await {
+            Err(HttpGetError::RequestFailed(text)) => {
+                assert!(text.contains("not valid HTTP"), "{text}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_silent_server_is_left_at_the_deadline() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        let g = getter(&["*"]);
+        let started = Instant::now();
+        let result = g
+            .get(&url, Instant::now() + Duration::from_millis(200))
+            .await;
+        assert!(
+            matches!(&result, Err(HttpGetError::RequestFailed(t)) if t == "request failed: timed out" || t == "timed out"),
+            "{result:?}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(2));
+        drop(listener);
     }
 
     #[test]

@@ -1,8 +1,11 @@
 //! The bounded pool that runs blocking guest work (instantiation, execution, compilation) off
 //! the async workers, with admission control: a fixed number of slots, a bounded wait queue,
 //! and an immediate "overloaded" answer beyond it (the executor turns it into a 503).
-//! `--guest-execution async` keeps the admission control but makes the async worker block
-//! while the guest runs, for the evaluation's comparison of threading models.
+//! The same slots admit guests that run on their request's own task (`--guest-execution
+//! async`): such a guest holds a [`CpuSlot`] while it computes and gives it back while it
+//! waits, and an instance permit for its whole life. `--guest-execution blocking-worker` keeps
+//! the admission control but makes the async worker block while the guest runs, for the
+//! evaluation's comparison of threading models.
 
 use std::{
     panic::AssertUnwindSafe,
@@ -28,6 +31,9 @@ pub enum PoolError {
 
 pub struct ExecutionPool {
     slots: Arc<Semaphore>,
+    /// Instances of guests that run on their request's task, alive at once.
+    instances: Arc<Semaphore>,
+    max_instances: usize,
     max_running: usize,
     queued: AtomicUsize,
     queue_depth: usize,
@@ -44,10 +50,47 @@ impl Drop for QueuePlace<'_> {
     }
 }
 
+/// A guest's claim on one of the pool's slots while it runs on its request's task: held while
+/// the guest computes, given back while it waits on a timer or the network.
+#[cfg_attr(
+    not(feature = "wasmtime"),
+    allow(dead_code, reason = "only wasmtime suspends its guests")
+)]
+pub struct CpuSlot {
+    slots: Arc<Semaphore>,
+    held: Option<OwnedSemaphorePermit>,
+}
+
+impl CpuSlot {
+    /// Awaits `wait` without the slot, then takes a slot again (waiting for one, never
+    /// refused: the guest was admitted before).
+    #[cfg_attr(
+        not(feature = "wasmtime"),
+        allow(dead_code, reason = "only wasmtime suspends its guests")
+    )]
+    pub async fn released_during<F: Future>(&mut self, wait: F) -> F::Output {
+        self.held = None;
+        let output = wait.await;
+        // The semaphore is never closed; a guest that somehow got no permit runs without one.
+        self.held = Arc::clone(&self.slots).acquire_owned().await.ok();
+        output
+    }
+}
+
+/// What a guest that runs on its request's task holds: its instance, and a CPU slot (which it
+/// hands to the backend).
+pub struct TaskAdmission {
+    pub instance: OwnedSemaphorePermit,
+    pub cpu: CpuSlot,
+}
+
 impl ExecutionPool {
+    /// `max_instances` bounds the guests on their requests' tasks (running, waiting for a slot
+    /// or waiting on I/O); the pool's own jobs are bounded by the `max_running` slots.
     pub fn new(
         threads: usize,
         max_running: usize,
+        max_instances: usize,
         queue_depth: usize,
         mode: GuestExecution,
     ) -> anyhow::Result<Self> {
@@ -66,6 +109,8 @@ impl ExecutionPool {
         }
         Ok(ExecutionPool {
             slots: Arc::new(Semaphore::new(max_running.max(1))),
+            instances: Arc::new(Semaphore::new(max_instances.max(1))),
+            max_instances: max_instances.max(1),
             max_running: max_running.max(1),
             queued: AtomicUsize::new(0),
             queue_depth,
@@ -74,9 +119,28 @@ impl ExecutionPool {
         })
     }
 
+    /// Admits a guest that will run on its request's task: an instance at once (or
+    /// `Overloaded`), then a CPU slot, waiting in the bounded queue if needed.
+    pub async fn admit_task(&self) -> Result<TaskAdmission, PoolError> {
+        let instance = Arc::clone(&self.instances)
+            .try_acquire_owned()
+            .map_err(|_| PoolError::Overloaded {
+                running: self.running(),
+                queued: self.queued(),
+            })?;
+        let permit = self.admit().await?;
+        Ok(TaskAdmission {
+            instance,
+            cpu: CpuSlot {
+                slots: Arc::clone(&self.slots),
+                held: Some(permit),
+            },
+        })
+    }
+
     /// Runs `job` on a pool thread once a slot is free, waiting in the bounded queue if needed.
     ///
-    /// In `GuestExecution::Async` the calling async worker then blocks until the job is done
+    /// In `GuestExecution::BlockingWorker` the calling async worker then blocks until the job is done
     /// instead of awaiting it, so it serves nothing else meanwhile (the design the pool
     /// replaced, kept for the evaluation). The job still runs on a pool thread rather than on
     /// the worker itself: wasmtime-wasi's synchronous WASI calls enter the ambient tokio
@@ -88,14 +152,14 @@ impl ExecutionPool {
     ) -> Result<R, PoolError> {
         let permit = self.admit().await?;
         match self.mode {
-            GuestExecution::Pool => {
+            GuestExecution::Pool | GuestExecution::Async => {
                 let (tx, rx) = oneshot::channel();
                 self.dispatch(job, permit, move |result| {
                     let _ = tx.send(result);
                 })?;
                 rx.await.map_err(|_| PoolError::WorkerLost)?
             }
-            GuestExecution::Async => {
+            GuestExecution::BlockingWorker => {
                 let (tx, rx) = crossbeam_channel::bounded(1);
                 self.dispatch(job, permit, move |result| {
                     let _ = tx.send(result);
@@ -137,6 +201,11 @@ impl ExecutionPool {
         Ok(permit)
     }
 
+    /// Guests alive on their requests' tasks.
+    pub fn task_instances(&self) -> usize {
+        self.max_instances - self.instances.available_permits()
+    }
+
     pub fn running(&self) -> usize {
         self.max_running - self.slots.available_permits()
     }
@@ -162,7 +231,7 @@ mod tests {
     /// One slot, one queue place: a second job waits, a third is refused, and both admitted
     /// jobs get their results.
     async fn overload_is_refused_not_queued_forever(mode: GuestExecution) {
-        let pool = Arc::new(ExecutionPool::new(1, 1, 1, mode).unwrap());
+        let pool = Arc::new(ExecutionPool::new(1, 1, 1, 1, mode).unwrap());
         let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
         let busy = {
             let pool = Arc::clone(&pool);
@@ -192,7 +261,7 @@ mod tests {
     /// A panicking job is a lost worker, gives its slot back, and the (single) pool thread
     /// runs the next job.
     async fn a_panicking_job_frees_its_slot(mode: GuestExecution) {
-        let pool = ExecutionPool::new(1, 1, 0, mode).unwrap();
+        let pool = ExecutionPool::new(1, 1, 1, 0, mode).unwrap();
         let lost = pool.run(|| -> u32 { panic!("guest job panics (expected by this test)") });
         assert!(matches!(lost.await, Err(PoolError::WorkerLost)));
         assert_eq!(pool.running(), 0);
@@ -209,23 +278,56 @@ mod tests {
         a_panicking_job_frees_its_slot(GuestExecution::Pool).await;
     }
 
-    // Async mode blocks the worker that runs `busy` until the job ends: two workers, so the
+    /// A guest on its task gives its slot back while it waits: another guest is admitted to
+    /// the only slot meanwhile, and the first takes a slot again when its wait is over. Beyond
+    /// the instances, a guest is refused at once.
+    #[tokio::test]
+    async fn a_waiting_task_guest_frees_its_slot_but_keeps_its_instance() {
+        let pool = Arc::new(ExecutionPool::new(1, 1, 2, 0, GuestExecution::Async).unwrap());
+        let mut first = pool.admit_task().await.unwrap();
+        assert_eq!(pool.running(), 1);
+        let (wake_tx, wake_rx) = oneshot::channel::<()>();
+        let waiting = {
+            let pool = Arc::clone(&pool);
+            tokio::spawn(async move {
+                first.cpu.released_during(wake_rx).await.unwrap();
+                assert_eq!(pool.running(), 1, "the slot is taken again after the wait");
+                first
+            })
+        };
+        while pool.running() == 1 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let second = pool.admit_task().await.unwrap();
+        assert_eq!((pool.running(), pool.task_instances()), (1, 2));
+        assert!(matches!(
+            pool.admit_task().await,
+            Err(PoolError::Overloaded { .. })
+        ));
+        wake_tx.send(()).unwrap();
+        drop(second);
+        let first = waiting.await.unwrap();
+        drop(first);
+        assert_eq!((pool.running(), pool.task_instances()), (0, 0));
+    }
+
+    // Blocking-worker mode blocks the worker that runs `busy` until the job ends: two workers, so the
     // queued job can still wait for its slot on the other one.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn async_mode_refuses_overload() {
-        overload_is_refused_not_queued_forever(GuestExecution::Async).await;
+    async fn blocking_worker_mode_refuses_overload() {
+        overload_is_refused_not_queued_forever(GuestExecution::BlockingWorker).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn async_mode_survives_a_panicking_job() {
-        a_panicking_job_frees_its_slot(GuestExecution::Async).await;
+    async fn blocking_worker_mode_survives_a_panicking_job() {
+        a_panicking_job_frees_its_slot(GuestExecution::BlockingWorker).await;
     }
 
-    /// In async mode the job's result comes back on the calling worker, which stays busy (no
+    /// In blocking-worker mode the job's result comes back on the calling worker, which stays busy (no
     /// other task runs on it) until the job is done.
     #[tokio::test(flavor = "current_thread")]
-    async fn async_mode_blocks_the_calling_worker() {
-        let pool = ExecutionPool::new(1, 1, 0, GuestExecution::Async).unwrap();
+    async fn blocking_worker_mode_blocks_the_calling_worker() {
+        let pool = ExecutionPool::new(1, 1, 1, 0, GuestExecution::BlockingWorker).unwrap();
         let ticks = Arc::new(AtomicUsize::new(0));
         let ticker = {
             let ticks = Arc::clone(&ticks);

@@ -14,11 +14,12 @@ use wasm_artifact::{TrustedKeys, host_target};
 
 use crate::{
     backend::{
-        Activation, ActiveBackend, Backend, BackendSettings, ModuleSpec, PrepareError, PrepareInput,
+        Activation, ActiveBackend, Backend, BackendSettings, GuestExit, ModuleSpec, PrepareError,
+        PrepareInput,
     },
     capabilities::GrantRoot,
     code::{self, ModuleCode},
-    config::Config,
+    config::{Config, GuestExecution},
     logs::{LogBudget, OutputCapture, PendingLogs},
     metrics::Metrics,
     net::HttpGetter,
@@ -104,7 +105,8 @@ impl Executor {
         let backend = ActiveBackend::new(&BackendSettings {
             cache_dir: dirs.cache.clone(),
             max_cache_bytes: config.max_cache_mb << 20,
-            max_instances: config.max_concurrent,
+            max_instances: config.instance_slots(),
+            min_instances: config.instance_slots().min(config.max_concurrent + 1),
             max_memory_bytes: config.max_memory_mb << 20,
         })?;
         let grant_root = GrantRoot::open(&dirs.grant_root)?;
@@ -114,9 +116,17 @@ impl Executor {
             grant_root = %dirs.grant_root.display(),
             "directories"
         );
+        // The guests on their tasks get what the backend holds beyond the pool's slots.
+        let task_instances = backend
+            .instance_capacity()
+            .map_or(config.max_instances, |held| {
+                held.saturating_sub(config.max_concurrent)
+                    .clamp(1, config.max_instances)
+            });
         let pool = ExecutionPool::new(
             config.pool_threads,
             config.max_concurrent,
+            task_instances,
             config.queue_depth,
             config.guest_execution,
         )?;
@@ -124,7 +134,7 @@ impl Executor {
             config.net_allow.clone(),
             Duration::from_millis(config.net_timeout_ms),
             config.net_max_body_kb << 10,
-        ));
+        )?);
         Ok(Executor {
             backend: Arc::new(backend),
             pool,
@@ -172,6 +182,7 @@ impl Executor {
             self.uploads.len(),
             self.pool.running(),
             self.pool.queued(),
+            self.pool.task_instances(),
             self.log_budget.used_bytes(),
         )
     }
@@ -414,17 +425,23 @@ impl Executor {
         let span = tracing::debug_span!("run", container = id, activation = %activation_id);
         let started = Instant::now();
         let (activation, limit) = self.activation(&container, request)?;
-        let backend = Arc::clone(&self.backend);
         let timeout_ms = limit.as_millis() as u64;
-        let worker_container = Arc::clone(&container);
-        let run = self.pool.run(move || {
-            let exit = backend.run(&worker_container.module, &activation);
-            let mut captured = activation.output.finish();
-            let response = outcome::interpret(exit, &mut captured, timeout_ms);
-            worker_container.logs.append_activation(captured);
-            response
-        });
-        let response = run.instrument(span.clone()).await?;
+        let on_task = self.config.guest_execution == GuestExecution::Async
+            && self.backend.runs_on_task(&container.module);
+        let response = if on_task {
+            self.run_on_task(container, activation, timeout_ms)
+                .instrument(span.clone())
+                .await?
+        } else {
+            let backend = Arc::clone(&self.backend);
+            self.pool
+                .run(move || {
+                    let exit = backend.run(&container.module, &activation);
+                    conclude(exit, &activation, &container, timeout_ms)
+                })
+                .instrument(span.clone())
+                .await?
+        };
         let took = started.elapsed();
         let outcome = response.outcome();
         self.metrics.activation(outcome, took);
@@ -436,6 +453,28 @@ impl Executor {
             )
         });
         Ok(response)
+    }
+
+    /// Runs an activation on a task of its own once admitted (an instance, then a CPU slot): it
+    /// runs to its end even if the client goes away, and a panic in it is an internal error.
+    async fn run_on_task(
+        &self,
+        container: Arc<Container>,
+        activation: Activation,
+        timeout_ms: u64,
+    ) -> Result<RunResponse, ServiceError> {
+        let admitted = self.pool.admit_task().await?;
+        let backend = Arc::clone(&self.backend);
+        let running = tokio::spawn(async move {
+            let exit = backend
+                .run_on_task(&container.module, &activation, admitted.cpu)
+                .await;
+            drop(admitted.instance);
+            conclude(exit, &activation, &container, timeout_ms)
+        });
+        running
+            .await
+            .map_err(|_| ServiceError::from(PoolError::WorkerLost))
     }
 
     /// The activation for the backend, and its time limit: what remains until the run's
@@ -496,6 +535,19 @@ impl Executor {
             ))),
         }
     }
+}
+
+/// The answer to an activation that ended with `exit`; its output goes to the container's logs.
+fn conclude(
+    exit: GuestExit,
+    activation: &Activation,
+    container: &Container,
+    timeout_ms: u64,
+) -> RunResponse {
+    let mut captured = activation.output.finish();
+    let response = outcome::interpret(exit, &mut captured, timeout_ms);
+    container.logs.append_activation(captured);
+    response
 }
 
 /// A backend's refusal is the module's fault (the /init failed), unless it says otherwise.

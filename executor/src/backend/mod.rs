@@ -1,12 +1,12 @@
 //! The seam between the executor and a Wasm runtime. Exactly one backend is compiled in, chosen
 //! by cargo feature; the rest of the executor only sees [`Backend`] through [`ActiveBackend`].
 
-use std::{path::PathBuf, sync::Arc, time::Instant};
+use std::{future::Future, path::PathBuf, sync::Arc, time::Instant};
 
 use thiserror::Error;
 use wasm_artifact::{Envelope, RuntimeId};
 
-use crate::{capabilities::GrantedDir, logs::OutputCapture, net::HttpGetter};
+use crate::{capabilities::GrantedDir, logs::OutputCapture, net::HttpGetter, pool::CpuSlot};
 
 // The headless wasmer build compiles nothing, so it has nothing to cache.
 #[cfg(not(feature = "wasmer-headless"))]
@@ -75,8 +75,15 @@ pub struct BackendSettings {
     pub cache_dir: PathBuf,
     /// The largest size of that cache.
     pub max_cache_bytes: u64,
-    /// Instances that may exist at once (the executor's concurrency limit).
+    /// Instances that may exist at once.
     pub max_instances: usize,
+    /// Fewer would not serve the executor's slots (`--max-concurrent`, plus one guest on its
+    /// task in async execution).
+    #[cfg_attr(
+        not(feature = "wasmtime"),
+        allow(dead_code, reason = "only wasmtime reserves its instances up front")
+    )]
+    pub min_instances: usize,
     /// The largest memory limit any container may have, in bytes.
     pub max_memory_bytes: u64,
 }
@@ -204,4 +211,31 @@ pub trait Backend: Send + Sync + Sized + 'static {
 
     /// Runs one activation in a fresh instance of `module`. Blocking.
     fn run(&self, module: &Self::Module, activation: &Activation) -> GuestExit;
+
+    /// How many instances can be alive at once, where the backend could reserve fewer than
+    /// [`BackendSettings::max_instances`]; `None`: as many as asked for.
+    fn instance_capacity(&self) -> Option<usize> {
+        None
+    }
+
+    /// Whether [`Backend::run_on_task`] can run `module`'s guests: only if no host call of
+    /// theirs can block a thread.
+    fn runs_on_task(&self, _module: &Self::Module) -> bool {
+        false
+    }
+
+    /// Runs one activation in a fresh instance of `module` on the calling async task: the
+    /// guest yields to other tasks as it computes and is suspended while it waits on a timer
+    /// or the network, giving `cpu` back for the wait. Only called where
+    /// [`Backend::runs_on_task`] said so.
+    fn run_on_task(
+        &self,
+        _module: &Self::Module,
+        _activation: &Activation,
+        _cpu: CpuSlot,
+    ) -> impl Future<Output = GuestExit> + Send {
+        std::future::ready(GuestExit::HostFailure(
+            "this build runs guests on its pool only".into(),
+        ))
+    }
 }

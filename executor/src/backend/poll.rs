@@ -95,20 +95,47 @@ pub enum Waited {
     DeadlineReached,
 }
 
-/// Waits until the earliest subscription fires, or until `deadline` if that is sooner.
-pub fn wait(subs: &[Subscription], deadline: Instant) -> Waited {
+/// When a poll's wait ends.
+#[derive(Debug, PartialEq, Eq)]
+pub enum WakeUp {
+    /// At once: a descriptor is ready, or nothing was asked for.
+    Now,
+    /// When the earliest clock fires.
+    At(Instant),
+    /// At the activation's deadline, before any clock fires: the activation is over then.
+    Deadline(Instant),
+}
+
+/// When the wait for `subs` ends, given the activation's `deadline`.
+pub fn wake_up(subs: &[Subscription], deadline: Instant) -> WakeUp {
     if subs.iter().any(|s| s.due.is_none()) {
-        return Waited::At(Instant::now());
+        return WakeUp::Now;
     }
-    let Some(earliest) = subs.iter().filter_map(|s| s.due).min() else {
-        return Waited::At(Instant::now());
-    };
-    if earliest > deadline {
-        std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
-        return Waited::DeadlineReached;
+    match subs.iter().filter_map(|s| s.due).min() {
+        None => WakeUp::Now,
+        Some(earliest) if earliest > deadline => WakeUp::Deadline(deadline),
+        Some(earliest) => WakeUp::At(earliest),
     }
-    std::thread::sleep(earliest.saturating_duration_since(Instant::now()));
-    Waited::At(Instant::now())
+}
+
+/// Waits on this thread until the earliest subscription fires, or until `deadline` if that is
+/// sooner.
+#[cfg_attr(
+    not(feature = "wasmer-runtime"),
+    allow(dead_code, reason = "wasmtime suspends its guests instead")
+)]
+pub fn wait(subs: &[Subscription], deadline: Instant) -> Waited {
+    match wake_up(subs, deadline) {
+        WakeUp::Now => Waited::At(Instant::now()),
+        WakeUp::At(at) => {
+            std::thread::sleep(at.saturating_duration_since(Instant::now()));
+            Waited::At(Instant::now())
+        }
+        WakeUp::Deadline(at) => {
+            std::thread::sleep(at.saturating_duration_since(Instant::now()));
+            Waited::DeadlineReached
+        }
+    }
 }
 
 /// Whether `sub` fired by `at`: every descriptor, and the clocks that are due when no

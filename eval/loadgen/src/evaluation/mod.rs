@@ -364,7 +364,13 @@ pub fn run(args: &EvaluateArgs) -> anyhow::Result<()> {
             }
         }
         if wants("threading") && WASM_RUNTIMES.contains(&name.as_str()) {
-            for mode in ["pool", "async"] {
+            // Async execution (guests on their requests' tasks) exists in the wasmtime build only.
+            let modes: &[&str] = if name == "wasmtime" {
+                &["async", "pool", "blocking-worker"]
+            } else {
+                &["pool", "blocking-worker"]
+            };
+            for &mode in modes {
                 let label = format!("{name}-{mode}");
                 let platform = start_wasm(
                     args,

@@ -380,11 +380,11 @@ impl Summary {
         if self.has("threading") {
             let _ = writeln!(
                 md,
-                "\n## 8. Threading model: activations/s with guest calls on the blocking pool vs on the async workers\n"
+                "\n## 8. Threading model: activations/s with guests on their requests' tasks (async, wasmtime only), on the blocking pool, and blocking the async workers\n"
             );
             let _ = writeln!(
                 md,
-                "| runtime | workload | clients | pool | async | pool / async |\n|---|---|---|---|---|---|"
+                "| runtime | workload | clients | async | pool | blocking worker | async / pool | pool / blocking worker |\n|---|---|---|---|---|---|---|---|"
             );
             for runtime in &wasm {
                 for workload in ["cpu", "io", "mixed"] {
@@ -395,10 +395,12 @@ impl Summary {
                         };
                         let _ = writeln!(
                             md,
-                            "| {runtime} | {workload} | {level} | {} | {} | {} |",
-                            opt(rate("pool")),
+                            "| {runtime} | {workload} | {level} | {} | {} | {} | {} | {} |",
                             opt(rate("async")),
-                            ratio(rate("pool"), rate("async"))
+                            opt(rate("pool")),
+                            opt(rate("blocking-worker")),
+                            ratio(rate("async"), rate("pool")),
+                            ratio(rate("pool"), rate("blocking-worker"))
                         );
                     }
                 }

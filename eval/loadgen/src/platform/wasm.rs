@@ -47,19 +47,24 @@ impl WasmPlatform {
     pub fn start(options: &WasmOptions) -> anyhow::Result<WasmPlatform> {
         let dir = fresh_dir(&options.scratch, &options.name)?;
         let mut init_bodies = HashMap::new();
-        let mut args = vec![
-            // Enough guest threads and slots for the I/O-bound experiment's 256 activations
-            // in flight (each blocks a thread while its HTTP call waits).
-            "--pool-threads".to_owned(),
-            "512".to_owned(),
-            "--max-concurrent".to_owned(),
-            "512".to_owned(),
-            "--queue-depth".to_owned(),
-            "1024".to_owned(),
-            // The delay server of the I/O-bound experiments listens on loopback.
-            "--net-allow".to_owned(),
-            "127.0.0.1".to_owned(),
-        ];
+        // The delay server of the I/O-bound experiments listens on loopback.
+        let mut args = vec!["--net-allow".to_owned(), "127.0.0.1".to_owned()];
+        if options.runtime != "wasmtime" {
+            // The pool builds: enough guest threads and slots for the I/O-bound experiment's
+            // 256 activations in flight (each blocks a thread while its HTTP call waits). The
+            // wasmtime build runs with its defaults: its waiting guests hold neither.
+            args.extend(
+                [
+                    "--pool-threads",
+                    "512",
+                    "--max-concurrent",
+                    "512",
+                    "--queue-depth",
+                    "1024",
+                ]
+                .map(str::to_owned),
+            );
+        }
         for module in &options.modules {
             let wasm = module_path(&options.actions, module);
             let module_dir = fresh_dir(&dir, &format!("artifact-{module}"))?;

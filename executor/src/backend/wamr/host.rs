@@ -78,7 +78,7 @@ impl HostState {
     /// `http_read`; `None` without the capability.
     pub fn http_get(&self, url: &str) -> Option<HttpGetReply> {
         let getter = self.net.as_ref()?;
-        let (result, status, bytes) = match getter.get(url, self.deadline) {
+        let (result, status, bytes) = match getter.get_blocking(url, self.deadline) {
             Ok(response) => (code::OK, u32::from(response.status), response.body),
             Err(error) => (error.code(), 0, error.to_string().into_bytes()),
         };

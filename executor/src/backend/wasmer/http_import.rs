@@ -68,7 +68,7 @@ fn http_get(
             .net
             .clone()
             .ok_or_else(|| HostStop::Fault("http_get without net_access".into()))?;
-        let (result, status, bytes) = match getter.get(&url, data.clock.deadline()) {
+        let (result, status, bytes) = match getter.get_blocking(&url, data.clock.deadline()) {
             Ok(response) => (code::OK, u32::from(response.status), response.body),
             Err(error) => (error.code(), 0, error.to_string().into_bytes()),
         };

@@ -1,6 +1,6 @@
 //! The one wasmtime engine of this process: the pooling allocator with copy-on-write memory
-//! images when the address space allows it (on-demand allocation otherwise), epoch-based
-//! interruption, and the ticker thread that drives the epochs.
+//! images and fiber stacks when the address space allows it (on-demand allocation otherwise),
+//! epoch-based yielding and interruption, and the ticker thread that drives the epochs.
 
 use std::time::{Duration, Instant};
 
@@ -21,32 +21,64 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(5);
 /// address space for this many per slot, committed only as a table is used.
 const POOL_TABLES_PER_INSTANCE: u32 = 4;
 
-/// Builds the engine: pooling when possible, on-demand when the pool's address-space
-/// reservation is refused (e.g. under `ulimit -v`). Returns the engine and which allocator won.
-pub fn build(settings: &BackendSettings) -> anyhow::Result<(Engine, &'static str)> {
+/// The instance allocator the engine got.
+#[derive(Debug, Clone, Copy)]
+pub enum Allocator {
+    /// A pool of this many instance slots, reserved up front.
+    Pooling {
+        slots: usize,
+    },
+    OnDemand,
+}
+
+/// Builds the engine: pooling when possible, with fewer slots (down to
+/// `settings.min_instances`) when the address space does not hold as many as asked for (a
+/// 39-bit address space holds about a hundred 4 GiB memory reservations), on-demand when even
+/// that is refused (e.g. under `ulimit -v`).
+pub fn build(settings: &BackendSettings) -> anyhow::Result<(Engine, Allocator)> {
+    let wanted = settings.max_instances.max(1);
+    let mut slots = wanted;
+    loop {
+        match Engine::new(&pooling_config(settings, slots)) {
+            Ok(engine) => {
+                if slots < wanted {
+                    tracing::warn!(
+                        wanted,
+                        slots,
+                        "the address space holds fewer pooled instances than asked for"
+                    );
+                }
+                return Ok((engine, Allocator::Pooling { slots }));
+            }
+            Err(_) if slots / 2 >= settings.min_instances.max(1) => slots /= 2,
+            Err(error) => {
+                tracing::warn!(%error, slots, "pooling allocator unavailable, falling back to on-demand allocation");
+                let mut config = base_config();
+                config.allocation_strategy(InstanceAllocationStrategy::OnDemand);
+                let engine = Engine::new(&config)
+                    .map_err(anyhow::Error::from)
+                    .context("creating the wasmtime engine")?;
+                return Ok((engine, Allocator::OnDemand));
+            }
+        }
+    }
+}
+
+fn pooling_config(settings: &BackendSettings, slots: usize) -> Config {
     let mut config = base_config();
-    let slots = u32::try_from(settings.max_instances.max(1)).unwrap_or(u32::MAX);
+    let slots = u32::try_from(slots).unwrap_or(u32::MAX);
     let mut pooling = PoolingAllocationConfig::default();
     pooling
         .total_core_instances(slots)
         .total_memories(slots)
+        // Every guest runs on a fiber of its own (async calls), one stack per instance.
+        .total_stacks(slots)
         .total_tables(slots.saturating_mul(POOL_TABLES_PER_INSTANCE))
         .max_tables_per_module(POOL_TABLES_PER_INSTANCE)
         .table_elements(MAX_TABLE_ELEMENTS as usize)
         .max_memory_size(usize::try_from(settings.max_memory_bytes).unwrap_or(usize::MAX));
     config.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling));
-    match Engine::new(&config) {
-        Ok(engine) => Ok((engine, "pooling")),
-        Err(error) => {
-            tracing::warn!(%error, slots, "pooling allocator unavailable, falling back to on-demand allocation");
-            let mut config = base_config();
-            config.allocation_strategy(InstanceAllocationStrategy::OnDemand);
-            let engine = Engine::new(&config)
-                .map_err(anyhow::Error::from)
-                .context("creating the wasmtime engine")?;
-            Ok((engine, "on-demand"))
-        }
-    }
+    config
 }
 
 fn base_config() -> Config {
@@ -71,16 +103,17 @@ pub fn start_ticker(engine: Engine) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Arms `store` to stop its guest at `deadline`. The guest yields to a check of the wall clock
-/// at every epoch tick rather than counting ticks, because on a loaded machine the ticker's
-/// sleeps stretch and a count fixed in advance would overshoot the limit.
+/// Arms `store` to stop its guest at `deadline`. At every epoch tick the guest checks the wall
+/// clock rather than counting ticks (on a loaded machine the ticker's sleeps stretch and a count
+/// fixed in advance would overshoot the limit); before the deadline it yields to the other tasks
+/// of its thread, so a computing guest on an async worker holds it one tick at a time.
 pub fn arm_deadline<T: 'static>(store: &mut Store<T>, deadline: Instant) {
     store.set_epoch_deadline(1);
     store.epoch_deadline_callback(move |_| {
         Ok(if Instant::now() >= deadline {
             UpdateDeadline::Interrupt
         } else {
-            UpdateDeadline::Continue(1)
+            UpdateDeadline::Yield(1)
         })
     });
 }

@@ -1,5 +1,6 @@
 //! The `openwhisk::http_get` / `openwhisk::http_read` imports for wasmtime: marshalling between
-//! guest memory and the shared [`crate::net::HttpGetter`]. Linked only for `net_access` actions.
+//! guest memory and the shared [`crate::net::HttpGetter`], the guest suspended (without its CPU
+//! slot) while the request is under way. Linked only for `net_access` actions.
 
 use wasmtime::{Caller, Linker, Memory};
 use wasmtime::{error::Context as _, format_err};
@@ -18,44 +19,12 @@ pub struct HeldBody {
 }
 
 pub fn add_to_linker(linker: &mut Linker<RunState>) -> wasmtime::Result<()> {
-    linker.func_wrap(
+    linker.func_wrap_async(
         IMPORT_MODULE,
         "http_get",
-        |mut caller: Caller<'_, RunState>,
-         url_ptr: u32,
-         url_len: u32,
-         status_ptr: u32,
-         len_ptr: u32|
-         -> wasmtime::Result<i32> {
-            let memory = guest_memory(&mut caller)?;
-            if url_len > MAX_URL_BYTES {
-                return Err(format_err!(
-                    "http_get: URL longer than {MAX_URL_BYTES} bytes"
-                ));
-            }
-            let mut url = vec![0u8; url_len as usize];
-            memory
-                .read(&caller, url_ptr as usize, &mut url)
-                .context("http_get: URL out of bounds")?;
-            let url = String::from_utf8_lossy(&url).into_owned();
-            let state = caller.data();
-            let getter = state
-                .net
-                .clone()
-                .ok_or_else(|| format_err!("http_get without net_access"))?;
-            let (result, status, bytes) = match getter.get(&url, state.deadline) {
-                Ok(response) => (code::OK, u32::from(response.status), response.body),
-                Err(error) => (error.code(), 0, error.to_string().into_bytes()),
-            };
-            let len = u32::try_from(bytes.len()).context("http_get: body too large")?;
-            memory
-                .write(&mut caller, status_ptr as usize, &status.to_le_bytes())
-                .context("http_get: status pointer out of bounds")?;
-            memory
-                .write(&mut caller, len_ptr as usize, &len.to_le_bytes())
-                .context("http_get: length pointer out of bounds")?;
-            caller.data_mut().held = HeldBody { bytes, read: 0 };
-            Ok(result)
+        |caller: Caller<'_, RunState>,
+         (url_ptr, url_len, status_ptr, len_ptr): (u32, u32, u32, u32)| {
+            Box::new(http_get(caller, url_ptr, url_len, status_ptr, len_ptr))
         },
     )?;
     linker.func_wrap(
@@ -85,6 +54,45 @@ pub fn add_to_linker(linker: &mut Linker<RunState>) -> wasmtime::Result<()> {
         },
     )?;
     Ok(())
+}
+
+async fn http_get(
+    mut caller: Caller<'_, RunState>,
+    url_ptr: u32,
+    url_len: u32,
+    status_ptr: u32,
+    len_ptr: u32,
+) -> wasmtime::Result<i32> {
+    let memory = guest_memory(&mut caller)?;
+    if url_len > MAX_URL_BYTES {
+        return Err(format_err!(
+            "http_get: URL longer than {MAX_URL_BYTES} bytes"
+        ));
+    }
+    let mut url = vec![0u8; url_len as usize];
+    memory
+        .read(&caller, url_ptr as usize, &mut url)
+        .context("http_get: URL out of bounds")?;
+    let url = String::from_utf8_lossy(&url).into_owned();
+    let state = caller.data_mut();
+    let getter = state
+        .net
+        .clone()
+        .ok_or_else(|| format_err!("http_get without net_access"))?;
+    let deadline = state.deadline;
+    let (result, status, bytes) = match state.off_cpu(getter.get(&url, deadline)).await {
+        Ok(response) => (code::OK, u32::from(response.status), response.body),
+        Err(error) => (error.code(), 0, error.to_string().into_bytes()),
+    };
+    let len = u32::try_from(bytes.len()).context("http_get: body too large")?;
+    memory
+        .write(&mut caller, status_ptr as usize, &status.to_le_bytes())
+        .context("http_get: status pointer out of bounds")?;
+    memory
+        .write(&mut caller, len_ptr as usize, &len.to_le_bytes())
+        .context("http_get: length pointer out of bounds")?;
+    caller.data_mut().held = HeldBody { bytes, read: 0 };
+    Ok(result)
 }
 
 fn guest_memory(caller: &mut Caller<'_, RunState>) -> wasmtime::Result<Memory> {

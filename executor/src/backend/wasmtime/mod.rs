@@ -1,6 +1,8 @@
 //! The wasmtime backend: modules compiled once (or loaded from our cache, or deserialized from
 //! a verified artifact) and pre-instantiated once per grant set, shared by every container of
-//! the same upload; a fresh `Store` and instance per /run.
+//! the same upload; a fresh `Store` and instance per /run, instantiated and called
+//! asynchronously: on the request's task where no host call can block a thread, else on a
+//! pool thread that drives the same future.
 
 mod engine;
 mod http_import;
@@ -8,6 +10,7 @@ mod poll;
 mod stdio;
 
 use std::{
+    future::Future,
     sync::{Arc, OnceLock},
     time::Instant,
 };
@@ -24,12 +27,15 @@ use super::{
     PortableModules, PrepareError, PrepareInput, disk_cache::DiskCache, missing_import_hint,
     unblock::Unblocker,
 };
-use crate::{logs::Stream, net::HttpGetter};
+use crate::{logs::Stream, net::HttpGetter, pool::CpuSlot};
 
 pub struct WasmtimeBackend {
     engine: Engine,
     cache: DiskCache,
     unblocker: Unblocker,
+    /// The executor's async runtime: pool threads drive their guests' futures on it.
+    runtime: tokio::runtime::Handle,
+    allocator: engine::Allocator,
 }
 
 /// A loaded module and its pre-instantiated forms, made on first use: linked against WASI,
@@ -55,6 +61,18 @@ pub struct RunState {
     /// Where the guest's monotonic clock starts (see `poll.rs`).
     clock_origin: Instant,
     held: HeldBody,
+    /// The slot of a guest on its request's task, given back while it waits.
+    cpu: Option<CpuSlot>,
+}
+
+impl RunState {
+    /// Awaits `wait`, without the guest's CPU slot when it has one.
+    async fn off_cpu<F: Future>(&mut self, wait: F) -> F::Output {
+        match &mut self.cpu {
+            Some(cpu) => cpu.released_during(wait).await,
+            None => wait.await,
+        }
+    }
 }
 
 /// Enforces the container's memory limit on linear-memory growth and remembers a refusal, so
@@ -106,15 +124,15 @@ impl Backend for WasmtimeBackend {
             engine.precompile_compatibility_hash(),
             settings.max_cache_bytes,
         )?;
-        tracing::info!(
-            allocator,
-            slots = settings.max_instances,
-            "wasmtime engine ready"
-        );
+        tracing::info!(?allocator, "wasmtime engine ready");
         Ok(WasmtimeBackend {
             engine,
             cache,
             unblocker: Unblocker::start()?,
+            allocator,
+            runtime: tokio::runtime::Handle::try_current().map_err(|e| {
+                anyhow::anyhow!("the wasmtime backend needs the async runtime: {e}")
+            })?,
         })
     }
 
@@ -180,29 +198,65 @@ impl Backend for WasmtimeBackend {
     fn run(&self, module: &PreparedModule, activation: &Activation) -> GuestExit {
         // A host call still blocked after the deadline is interrupted (see `unblock.rs`).
         let _unblock = self.unblocker.register(activation.deadline);
-        let mut store = match self.new_store(module, activation) {
+        self.runtime
+            .block_on(self.execute(module, activation, None))
+    }
+
+    fn instance_capacity(&self) -> Option<usize> {
+        match self.allocator {
+            engine::Allocator::Pooling { slots } => Some(slots),
+            engine::Allocator::OnDemand => None,
+        }
+    }
+
+    /// A guest without a granted directory makes no host call that blocks its thread: its
+    /// standard streams are memory, and it waits only in `poll_oneoff` and `http_get`, which
+    /// suspend it.
+    fn runs_on_task(&self, module: &PreparedModule) -> bool {
+        module.spec.dir.is_none()
+    }
+
+    fn run_on_task(
+        &self,
+        module: &PreparedModule,
+        activation: &Activation,
+        cpu: CpuSlot,
+    ) -> impl Future<Output = GuestExit> + Send {
+        self.execute(module, activation, Some(cpu))
+    }
+}
+
+impl WasmtimeBackend {
+    /// Instantiates `module` in a fresh store and calls its entry point, asynchronously.
+    async fn execute(
+        &self,
+        module: &PreparedModule,
+        activation: &Activation,
+        cpu: Option<CpuSlot>,
+    ) -> GuestExit {
+        let mut store = match self.new_store(module, activation, cpu) {
             Ok(store) => store,
             Err(error) => return GuestExit::HostFailure(format!("{error:#}")),
         };
-        let result = module.pre.instantiate(&mut store).and_then(|instance| {
+        let result = async {
+            let instance = module.pre.instantiate_async(&mut store).await?;
             let func = instance
                 .get_func(&mut store, &module.entry)
                 .ok_or_else(|| wasmtime::format_err!("entry point `{}` vanished", module.entry))?;
             let mut results = vec![Val::I32(0); func.ty(&store).results().len()];
-            func.call(&mut store, &[], &mut results)?;
-            Ok(match results.first() {
+            func.call_async(&mut store, &[], &mut results).await?;
+            wasmtime::Result::Ok(match results.first() {
                 Some(Val::I32(code)) => *code,
                 _ => 0,
             })
-        });
+        }
+        .await;
         match result {
             Ok(code) => GuestExit::Exited(code),
             Err(error) => classify_failure(error, store.data()),
         }
     }
-}
 
-impl WasmtimeBackend {
     /// Links `module` against WASI (and the HTTP import `with_net`) and pre-instantiates it.
     fn instantiate_pre(
         &self,
@@ -210,7 +264,7 @@ impl WasmtimeBackend {
         with_net: bool,
     ) -> Result<InstancePre<RunState>, PrepareError> {
         let mut linker: Linker<RunState> = Linker::new(&self.engine);
-        wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |s: &mut RunState| &mut s.wasi)
+        wasmtime_wasi::p1::add_to_linker_async(&mut linker, |s: &mut RunState| &mut s.wasi)
             .map_err(|e| PrepareError::Internal(e.into()))?;
         poll::add_to_linker(&mut linker).map_err(|e| PrepareError::Internal(e.into()))?;
         if with_net {
@@ -227,6 +281,7 @@ impl WasmtimeBackend {
         &self,
         module: &PreparedModule,
         activation: &Activation,
+        cpu: Option<CpuSlot>,
     ) -> wasmtime::Result<Store<RunState>> {
         let clock_origin = Instant::now();
         let mut wasi = WasiCtxBuilder::new();
@@ -245,7 +300,8 @@ impl WasmtimeBackend {
             stream: Stream::Stderr,
             capture: Arc::clone(&activation.output),
         })
-        // Guests already run on the executor's blocking pool: block right here.
+        // Only guests on a pool thread have a directory, the one thing that blocks: block right
+        // there (and be interrupted by the unblocker) rather than on another thread.
         .allow_blocking_current_thread(true);
         if let Some(dir) = &module.spec.dir {
             // The directory opened at /init, by its descriptor: not whatever its path names now.
@@ -262,6 +318,7 @@ impl WasmtimeBackend {
             deadline: activation.deadline,
             clock_origin,
             held: HeldBody::default(),
+            cpu,
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
@@ -300,6 +357,7 @@ fn check_imports(
             deadline: Instant::now(),
             clock_origin: Instant::now(),
             held: HeldBody::default(),
+            cpu: None,
         },
     );
     for import in module.imports() {

@@ -1,8 +1,9 @@
-//! `poll_oneoff` in place of wasmtime-wasi's: a guest sleeping in WASI blocks its thread in the
-//! host, where epoch interruption cannot reach it, so wasmtime-wasi's sleep would outlive any
-//! time limit. This one is the shared implementation (`backend/poll.rs`): it waits at most
-//! until the activation's deadline and then ends the activation as timed out. The guest's
-//! monotonic clock is [`GuestMonotonicClock`], so absolute timeouts mean what the guest read.
+//! `poll_oneoff` in place of wasmtime-wasi's: a sleeping guest is suspended on a timer, without
+//! its CPU slot, where epoch interruption cannot reach it, so the wait itself must end at the
+//! activation's deadline: subscriptions are decoded and judged by the shared implementation
+//! (`backend/poll.rs`), and a wait that reaches the deadline ends the activation as timed out.
+//! The guest's monotonic clock is [`GuestMonotonicClock`], so absolute timeouts mean what the
+//! guest read.
 
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -33,12 +34,18 @@ impl HostMonotonicClock for GuestMonotonicClock {
 /// Replaces wasmtime-wasi's `poll_oneoff` (added to `linker` before) with this one.
 pub fn add_to_linker(linker: &mut Linker<RunState>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
-    linker.func_wrap("wasi_snapshot_preview1", "poll_oneoff", poll_oneoff)?;
+    linker.func_wrap_async(
+        "wasi_snapshot_preview1",
+        "poll_oneoff",
+        |caller: Caller<'_, RunState>, (subs, events, count, out): (u32, u32, u32, u32)| {
+            Box::new(poll_oneoff(caller, subs, events, count, out))
+        },
+    )?;
     linker.allow_shadowing(false);
     Ok(())
 }
 
-fn poll_oneoff(
+async fn poll_oneoff(
     mut caller: Caller<'_, RunState>,
     subs: u32,
     events: u32,
@@ -74,9 +81,18 @@ fn poll_oneoff(
             }
         }
     }
-    let at = match poll::wait(&parsed, deadline) {
-        poll::Waited::At(at) => at,
-        poll::Waited::DeadlineReached => return Err(Trap::Interrupt.into()),
+    let at = match poll::wake_up(&parsed, deadline) {
+        poll::WakeUp::Now => Instant::now(),
+        poll::WakeUp::At(at) => {
+            let timer = tokio::time::sleep_until(at.into());
+            caller.data_mut().off_cpu(timer).await;
+            Instant::now()
+        }
+        poll::WakeUp::Deadline(at) => {
+            let timer = tokio::time::sleep_until(at.into());
+            caller.data_mut().off_cpu(timer).await;
+            return Err(Trap::Interrupt.into());
+        }
     };
     let data = memory.data_mut(&mut caller);
     let mut written = 0u32;
