@@ -4,6 +4,7 @@
 
 mod access;
 mod cold;
+mod cost;
 mod load;
 mod memory;
 mod mixed;
@@ -48,11 +49,11 @@ pub struct EvaluateArgs {
     /// needs --executor-<name>), `docker` (the baseline) and `native` (the binary bare).
     #[arg(long, value_delimiter = ',', default_value = "wasmtime,docker,native")]
     platforms: Vec<String>,
-    /// Experiments to run: cold, io, cpu, mixed, realistic, access, memory, threading.
+    /// Experiments to run: cold, io, cpu, mixed, realistic, access, memory, threading, cost.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "cold,io,cpu,mixed,realistic,access,memory,threading"
+        default_value = "cold,io,cpu,mixed,realistic,access,memory,threading,cost"
     )]
     experiments: Vec<String>,
     #[arg(long, default_value = "target/release/wasm-executor-wasmtime")]
@@ -119,6 +120,8 @@ pub struct Sizes {
     pub memory_containers: usize,
     pub threading_levels: Vec<usize>,
     pub threading_secs: f64,
+    /// Sequential warm activations measured per platform in the platform-cost experiment.
+    pub cost_activations: usize,
 }
 
 impl Sizes {
@@ -141,6 +144,7 @@ impl Sizes {
             memory_containers: 16,
             threading_levels: vec![1, 4, 16, 64],
             threading_secs: 5.0,
+            cost_activations: 2000,
         }
     }
 
@@ -163,6 +167,7 @@ impl Sizes {
             memory_containers: 2,
             threading_levels: vec![2],
             threading_secs: 0.6,
+            cost_activations: 20,
         }
     }
 
@@ -200,6 +205,7 @@ impl Context {
 pub struct Results {
     pub samples: Vec<(&'static str, Vec<Sample>)>,
     pub memory: Vec<memory::MemoryRow>,
+    pub cost: Vec<cost::CostRow>,
 }
 
 impl Results {
@@ -345,6 +351,11 @@ pub fn run(args: &EvaluateArgs) -> anyhow::Result<()> {
             results.add("access", access::run(Arc::clone(p), &ctx)?);
         }
     }
+    for p in &platforms {
+        if wants("cost") {
+            results.cost.push(cost::measure(&**p, &ctx)?);
+        }
+    }
     drop(platforms);
     for name in &args.platforms {
         if wants("memory") && name != "native" {
@@ -412,12 +423,13 @@ pub fn run(args: &EvaluateArgs) -> anyhow::Result<()> {
         "platforms": args.platforms,
         "summary": summary,
         "memory": results.memory,
+        "cost": results.cost,
     });
     std::fs::write(
         args.out.join("summary.json"),
         serde_json::to_string_pretty(&report)? + "\n",
     )?;
-    let markdown = summary.markdown(&results.memory);
+    let markdown = summary.markdown(&results.memory, &results.cost);
     std::fs::write(args.out.join("summary.md"), &markdown)?;
     if args.scratch.is_none() {
         let _ = std::fs::remove_dir_all(&scratch);

@@ -6,7 +6,7 @@ use std::{collections::BTreeMap, fmt::Write};
 
 use serde::Serialize;
 
-use super::{Context, memory::MemoryRow, mixed, sample::Sample};
+use super::{Context, cost::CostRow, memory::MemoryRow, mixed, sample::Sample};
 use crate::stats;
 
 #[derive(Debug, Clone, Serialize)]
@@ -139,7 +139,7 @@ impl Summary {
         levels
     }
 
-    pub fn markdown(&self, memory: &[MemoryRow]) -> String {
+    pub fn markdown(&self, memory: &[MemoryRow], cost: &[CostRow]) -> String {
         let mut md = String::new();
         let wasm: Vec<&String> = self
             .platforms
@@ -404,6 +404,32 @@ impl Summary {
                         );
                     }
                 }
+            }
+        }
+        // 9. Platform cost.
+        if !cost.is_empty() {
+            let _ = writeln!(
+                md,
+                "\n## 9. Platform cost: host CPU per warm activation (hash, 1 iteration, one client)\n"
+            );
+            let _ = writeln!(
+                md,
+                "| platform | activations | CPU µs per activation | wall µs per activation | CPU vs docker |\n|---|---|---|---|---|"
+            );
+            let docker = cost
+                .iter()
+                .find(|r| r.platform == "docker")
+                .map(|r| r.cpu_us);
+            for row in cost {
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {:.0} | {:.0} | {} |",
+                    row.platform,
+                    row.activations,
+                    row.cpu_us,
+                    row.wall_us,
+                    ratio(Some(row.cpu_us), docker)
+                );
             }
         }
         md

@@ -168,14 +168,28 @@ impl Platform for DockerPlatform {
     }
 
     fn own_memory(&self) -> Option<u64> {
-        Some(engine_rss())
+        Some(
+            engine_pids()
+                .into_iter()
+                .filter_map(crate::footprint::rss_bytes)
+                .sum(),
+        )
+    }
+
+    fn own_cpu_ns(&self) -> Option<u64> {
+        Some(
+            engine_pids()
+                .into_iter()
+                .map(crate::cpu::process_cpu_ns)
+                .sum(),
+        )
     }
 }
 
-/// Resident memory of the engine's own processes (dockerd and containerd, not the shims).
-fn engine_rss() -> u64 {
+/// The engine's own processes (dockerd and containerd, not the shims).
+fn engine_pids() -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
-        return 0;
+        return Vec::new();
     };
     entries
         .filter_map(Result::ok)
@@ -184,8 +198,7 @@ fn engine_rss() -> u64 {
             std::fs::read_to_string(format!("/proc/{pid}/comm"))
                 .is_ok_and(|comm| matches!(comm.trim(), "dockerd" | "containerd"))
         })
-        .filter_map(crate::footprint::rss_bytes)
-        .sum()
+        .collect()
 }
 
 /// `docker inspect` of the container's address on the bridge network.
@@ -267,8 +280,13 @@ impl Container for TrackedContainer {
 
     fn memory(&self) -> Option<u64> {
         let cgroup = cgroup_memory(&self.inner.id);
-        let shim = shim_rss(&self.inner.id);
+        let shim = shim_pid(&self.inner.id).and_then(crate::footprint::rss_bytes);
         cgroup.map(|c| c + shim.unwrap_or(0))
+    }
+
+    fn cpu_ns(&self) -> Option<u64> {
+        let shim = shim_pid(&self.inner.id).map_or(0, crate::cpu::process_cpu_ns);
+        cgroup_cpu_ns(&self.inner.id).map(|cgroup| cgroup + shim)
     }
 }
 
@@ -319,9 +337,23 @@ fn cgroup_memory(id: &str) -> Option<u64> {
     Some(usage.saturating_sub(inactive))
 }
 
-/// Resident memory of the container's containerd shim (one per container), which the host
-/// pays for besides the container's own cgroup.
-fn shim_rss(id: &str) -> Option<u64> {
+/// CPU time of the container's processes (its cgroup; cgroup v1 with the cgroupfs driver, or
+/// cgroup v2), in ns.
+fn cgroup_cpu_ns(id: &str) -> Option<u64> {
+    let read = |path: String| std::fs::read_to_string(path).ok();
+    if let Some(usage) = read(format!("/sys/fs/cgroup/cpuacct/docker/{id}/cpuacct.usage")) {
+        return usage.trim().parse().ok();
+    }
+    let stat = read(format!("/sys/fs/cgroup/docker/{id}/cpu.stat"))?;
+    let usec: u64 = stat
+        .lines()
+        .find_map(|l| l.strip_prefix("usage_usec ")?.trim().parse().ok())?;
+    Some(usec * 1000)
+}
+
+/// The container's containerd shim (one per container), which the host pays for besides the
+/// container's own cgroup.
+fn shim_pid(id: &str) -> Option<u32> {
     for entry in std::fs::read_dir("/proc").ok()?.filter_map(Result::ok) {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
             continue;
@@ -338,7 +370,7 @@ fn shim_rss(id: &str) -> Option<u64> {
                 .windows(2)
                 .any(|w| w[0] == b"-id" && w[1] == id.as_bytes())
         {
-            return crate::footprint::rss_bytes(pid);
+            return Some(pid);
         }
     }
     None

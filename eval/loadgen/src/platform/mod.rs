@@ -71,6 +71,11 @@ pub trait Platform: Send + Sync {
     fn own_memory(&self) -> Option<u64> {
         None
     }
+    /// CPU time its own processes have used so far (ns): the executor; Docker's engine; the
+    /// native platform's finished action processes.
+    fn own_cpu_ns(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// One initialized container of one action.
@@ -86,6 +91,10 @@ pub trait Container: Send {
     fn remove(self: Box<Self>) -> anyhow::Result<()>;
     /// Memory attributed to this container alone (bytes), when the platform can tell.
     fn memory(&self) -> Option<u64> {
+        None
+    }
+    /// CPU time attributed to this container alone so far (ns), when the platform can tell.
+    fn cpu_ns(&self) -> Option<u64> {
         None
     }
 }

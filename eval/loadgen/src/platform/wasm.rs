@@ -170,6 +170,10 @@ impl Platform for WasmPlatform {
     fn own_memory(&self) -> Option<u64> {
         self.pid().and_then(crate::footprint::rss_bytes)
     }
+
+    fn own_cpu_ns(&self) -> Option<u64> {
+        self.pid().map(crate::cpu::process_cpu_ns)
+    }
 }
 
 /// Container ids may hold letters, digits, `-` and `_`.

@@ -1,0 +1,62 @@
+//! Experiment 9, platform cost: the CPU time the host spends per warm activation of a trivial
+//! action (`hash` with one iteration), everything the platform runs counted: for the executor
+//! its whole process (HTTP, instantiation, the guest); for Docker the container's cgroup (the
+//! action proxy and the action process it starts) plus its containerd shim and the engine; for
+//! the native binary its process. Sequential activations from one client, after a warm-up.
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::json;
+
+use super::Context;
+use crate::{failures, platform::Platform};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CostRow {
+    pub platform: String,
+    pub activations: usize,
+    /// Host CPU per activation, µs.
+    pub cpu_us: f64,
+    /// Wall time per activation as the client saw it, µs.
+    pub wall_us: f64,
+}
+
+/// Activations before the measured ones.
+const WARM_UP: usize = 20;
+
+pub fn measure(platform: &dyn Platform, ctx: &Context) -> anyhow::Result<CostRow> {
+    let action = ctx.action(platform, "cost-hash", "hash");
+    let params = action.params(&json!({"iterations": 1}));
+    let mut container = platform.create(&action)?;
+    let n = ctx.sizes.cost_activations;
+    let result = (|| {
+        for _ in 0..WARM_UP {
+            anyhow::ensure!(container.run(&params)?.ok(), "the warm-up failed");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        let cpu = |c: &dyn crate::platform::Container| {
+            platform.own_cpu_ns().unwrap_or(0) + c.cpu_ns().unwrap_or(0)
+        };
+        let before = cpu(&*container);
+        let started = Instant::now();
+        for _ in 0..n {
+            let run = container.run(&params)?;
+            anyhow::ensure!(run.ok(), "an activation answered {}", run.status);
+        }
+        let wall = started.elapsed();
+        let used = cpu(&*container).saturating_sub(before);
+        Ok(CostRow {
+            platform: platform.name().to_owned(),
+            activations: n,
+            cpu_us: used as f64 / n.max(1) as f64 / 1000.0,
+            wall_us: wall.as_secs_f64() * 1e6 / n.max(1) as f64,
+        })
+    })();
+    if let Err(error) = container.remove() {
+        failures::housekeeping("removing a container", &error);
+    }
+    let row = result?;
+    tracing::info!(platform = %row.platform, cpu_us = row.cpu_us, wall_us = row.wall_us, "platform cost measured");
+    Ok(row)
+}
