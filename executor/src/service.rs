@@ -3,11 +3,13 @@
 
 use std::{
     collections::BTreeMap,
+    panic::AssertUnwindSafe,
     sync::Arc,
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
 use bytes::Bytes;
+use futures_util::FutureExt;
 use thiserror::Error;
 use tracing::Instrument;
 use wasm_artifact::{TrustedKeys, host_target};
@@ -429,7 +431,7 @@ impl Executor {
         let on_task = self.config.guest_execution == GuestExecution::Async
             && self.backend.runs_on_task(&container.module);
         let response = if on_task {
-            self.run_on_task(container, activation, timeout_ms)
+            self.run_on_task(&container, activation, timeout_ms)
                 .instrument(span.clone())
                 .await?
         } else {
@@ -455,26 +457,25 @@ impl Executor {
         Ok(response)
     }
 
-    /// Runs an activation on a task of its own once admitted (an instance, then a CPU slot): it
-    /// runs to its end even if the client goes away, and a panic in it is an internal error.
+    /// Runs an activation on the request's own task once admitted (an instance, then a CPU
+    /// slot): no hand-off to another thread or task. A panic in it is an internal error; a
+    /// client that goes away cancels it, which frees its instance and slot at once.
     async fn run_on_task(
         &self,
-        container: Arc<Container>,
+        container: &Container,
         activation: Activation,
         timeout_ms: u64,
     ) -> Result<RunResponse, ServiceError> {
         let admitted = self.pool.admit_task().await?;
-        let backend = Arc::clone(&self.backend);
-        let running = tokio::spawn(async move {
-            let exit = backend
-                .run_on_task(&container.module, &activation, admitted.cpu)
-                .await;
-            drop(admitted.instance);
-            conclude(exit, &activation, &container, timeout_ms)
-        });
-        running
+        let running = self
+            .backend
+            .run_on_task(&container.module, &activation, admitted.cpu);
+        let exit = AssertUnwindSafe(running)
+            .catch_unwind()
             .await
-            .map_err(|_| ServiceError::from(PoolError::WorkerLost))
+            .map_err(|_| ServiceError::from(PoolError::WorkerLost))?;
+        drop(admitted.instance);
+        Ok(conclude(exit, &activation, container, timeout_ms))
     }
 
     /// The activation for the backend, and its time limit: what remains until the run's

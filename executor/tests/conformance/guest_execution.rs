@@ -173,3 +173,54 @@ fn async_guests_beyond_the_instances_are_refused() {
     }
     ex.run("sleeper", json!({"sleep_ms": 1})).expect(200);
 }
+
+/// A client that goes away cancels its guest on its task: the instance is freed at once, not
+/// at the guest's time limit, and the container serves the next activation.
+#[test]
+fn async_guest_of_a_client_that_goes_away_is_cancelled() {
+    if BUILD_RUNTIME != "wasmtime" {
+        return;
+    }
+    use std::io::Write;
+    let ex = Executor::start();
+    ex.init_action("sleeper", "hostile");
+    let body = json!({"value": {"sleep_ms": 60_000}}).to_string();
+    let mut client = std::net::TcpStream::connect(ex.addr).unwrap();
+    write!(
+        client,
+        "POST /sleeper/run HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        ex.addr,
+        body.len()
+    )
+    .unwrap();
+    let guests = || {
+        let metrics = ex.get("/metrics").expect(200).text();
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix("wasm_executor_task_guests "))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap()
+    };
+    let started = Instant::now();
+    while guests() == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the guest started"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    drop(client);
+    let left = Instant::now();
+    while guests() != 0 {
+        assert!(
+            left.elapsed() < Duration::from_secs(5),
+            "the guest of a client that went away is cancelled"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        ex.run("sleeper", json!({"sleep_ms": 1})).expect(200).json(),
+        json!({"slept_ms": 1})
+    );
+    ex.assert_healthy();
+}
