@@ -6,6 +6,7 @@ mod capabilities;
 mod code;
 mod config;
 mod guard;
+mod host_io;
 mod logs;
 mod metrics;
 mod net;

@@ -78,7 +78,7 @@ pub struct HttpGetter {
     tls: TlsConnector,
     timeout: Duration,
     max_body_bytes: u64,
-    /// The executor's async runtime, for guests that call from a pool thread.
+    /// The runtime that drives the requests of guests on blocking threads (`host_io.rs`).
     #[cfg_attr(
         feature = "wasmtime",
         allow(dead_code, reason = "wasmtime's guests await the GET")
@@ -108,8 +108,13 @@ struct Target {
 }
 
 impl HttpGetter {
-    /// Must be called inside the executor's async runtime.
-    pub fn new(allow: Vec<String>, timeout: Duration, max_body_bytes: u64) -> anyhow::Result<Self> {
+    /// `host_io` drives the requests of guests on blocking threads ([`HttpGetter::get_blocking`]).
+    pub fn new(
+        allow: Vec<String>,
+        timeout: Duration,
+        max_body_bytes: u64,
+        host_io: tokio::runtime::Handle,
+    ) -> anyhow::Result<Self> {
         let roots = RootCertStore {
             roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
         };
@@ -124,7 +129,7 @@ impl HttpGetter {
             tls: TlsConnector::from(Arc::new(tls)),
             timeout,
             max_body_bytes,
-            runtime: tokio::runtime::Handle::try_current()?,
+            runtime: host_io,
         })
     }
 
@@ -375,6 +380,7 @@ mod tests {
             allow.iter().map(|s| s.to_string()).collect(),
             Duration::from_secs(2),
             1024,
+            tokio::runtime::Handle::current(),
         )
         .unwrap()
     }

@@ -140,11 +140,11 @@ impl ExecutionPool {
 
     /// Runs `job` on a pool thread once a slot is free, waiting in the bounded queue if needed.
     ///
-    /// In `GuestExecution::BlockingWorker` the calling async worker then blocks until the job is done
-    /// instead of awaiting it, so it serves nothing else meanwhile (the design the pool
+    /// In `GuestExecution::BlockingWorker` the calling async worker then blocks until the job
+    /// is done instead of awaiting it, so it serves nothing else meanwhile (the design the pool
     /// replaced, kept for the evaluation). The job still runs on a pool thread rather than on
-    /// the worker itself: wasmtime-wasi's synchronous WASI calls enter the ambient tokio
-    /// runtime with `block_on`, which panics on a runtime worker. Both modes thus pay the
+    /// the worker itself: a guest on a blocking thread is driven with `block_on`, which panics
+    /// on a runtime worker. Both modes thus pay the
     /// same hand-off and differ only in whether the worker is free while the guest runs.
     pub async fn run<R: Send + 'static>(
         &self,

@@ -22,6 +22,7 @@ use crate::{
     capabilities::GrantRoot,
     code::{self, ModuleCode},
     config::{Config, GuestExecution},
+    host_io,
     logs::{LogBudget, OutputCapture, PendingLogs},
     metrics::Metrics,
     net::HttpGetter,
@@ -104,12 +105,14 @@ pub struct Executor {
 impl Executor {
     pub fn new(config: Config, trusted_keys: TrustedKeys) -> anyhow::Result<Self> {
         let dirs = Directories::of(&config)?;
+        let host_io = host_io::start()?;
         let backend = ActiveBackend::new(&BackendSettings {
             cache_dir: dirs.cache.clone(),
             max_cache_bytes: config.max_cache_mb << 20,
             max_instances: config.instance_slots(),
             min_instances: config.instance_slots().min(config.max_concurrent + 1),
             max_memory_bytes: config.max_memory_mb << 20,
+            host_io: host_io.clone(),
         })?;
         let grant_root = GrantRoot::open(&dirs.grant_root)?;
         tracing::info!(
@@ -136,6 +139,7 @@ impl Executor {
             config.net_allow.clone(),
             Duration::from_millis(config.net_timeout_ms),
             config.net_max_body_kb << 10,
+            host_io,
         )?);
         Ok(Executor {
             backend: Arc::new(backend),

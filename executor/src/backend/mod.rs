@@ -86,6 +86,12 @@ pub struct BackendSettings {
     pub min_instances: usize,
     /// The largest memory limit any container may have, in bytes.
     pub max_memory_bytes: u64,
+    /// The runtime that drives the timers and sockets of guests on blocking threads.
+    #[cfg_attr(
+        not(feature = "wasmtime"),
+        allow(dead_code, reason = "only wasmtime's guests are futures")
+    )]
+    pub host_io: tokio::runtime::Handle,
 }
 
 /// The module of an /init after decoding; precompiled envelopes are already verified.

@@ -40,6 +40,28 @@ fn blocking_worker_execution_runs_actions_traps_and_time_limits() {
     ]));
 }
 
+/// A guest that sleeps on a blocking thread is woken by the host I/O runtime, not by the HTTP
+/// worker that its request blocks (with one worker, nothing else could wake it).
+#[test]
+fn blocking_worker_execution_wakes_a_sleeping_guest() {
+    let ex = Executor::start_with_env(
+        &["--guest-execution", "blocking-worker"],
+        &[("TOKIO_WORKER_THREADS", "1")],
+    );
+    ex.init_code(
+        "sleeper",
+        &crate::harness::action("hostile"),
+        json!({"limits": {"timeout": 5000}}),
+    )
+    .expect(200);
+    assert_eq!(
+        ex.run("sleeper", json!({"sleep_ms": 100}))
+            .expect(200)
+            .json(),
+        json!({"slept_ms": 100})
+    );
+}
+
 #[test]
 fn pool_execution_runs_actions_traps_and_time_limits() {
     runs_actions_traps_and_time_limits(&Executor::start_with(&["--guest-execution", "pool"]));

@@ -2,7 +2,7 @@
 //! a verified artifact) and pre-instantiated once per grant set, shared by every container of
 //! the same upload; a fresh `Store` and instance per /run, instantiated and called
 //! asynchronously: on the request's task where no host call can block a thread, else on a
-//! pool thread that drives the same future.
+//! pool thread that drives the same future (its timers and sockets on the host I/O runtime).
 
 mod engine;
 mod http_import;
@@ -33,8 +33,8 @@ pub struct WasmtimeBackend {
     engine: Engine,
     cache: DiskCache,
     unblocker: Unblocker,
-    /// The executor's async runtime: pool threads drive their guests' futures on it.
-    runtime: tokio::runtime::Handle,
+    /// Drives the futures of guests on pool threads (`host_io.rs`).
+    host_io: tokio::runtime::Handle,
     allocator: engine::Allocator,
 }
 
@@ -130,9 +130,7 @@ impl Backend for WasmtimeBackend {
             cache,
             unblocker: Unblocker::start()?,
             allocator,
-            runtime: tokio::runtime::Handle::try_current().map_err(|e| {
-                anyhow::anyhow!("the wasmtime backend needs the async runtime: {e}")
-            })?,
+            host_io: settings.host_io.clone(),
         })
     }
 
@@ -198,7 +196,7 @@ impl Backend for WasmtimeBackend {
     fn run(&self, module: &PreparedModule, activation: &Activation) -> GuestExit {
         // A host call still blocked after the deadline is interrupted (see `unblock.rs`).
         let _unblock = self.unblocker.register(activation.deadline);
-        self.runtime
+        self.host_io
             .block_on(self.execute(module, activation, None))
     }
 
