@@ -136,6 +136,11 @@ test_suite() {
             "WASM_EXECUTOR_LAUNCHER=$qemu"
             "QEMU_LD_PREFIX=/usr/$gnu"
             "WASM_EXECUTOR_TARGET=$triple"
+            # qemu-user keeps a record of every page of the guest's address space: the wasmtime
+            # build's pool for its default 4,096 instances (16 TiB reserved) takes it minutes and
+            # gigabytes to set up. 32 cover the suite (16 sleepers at once); tests that set
+            # --max-instances override it.
+            "WASM_EXECUTOR_MAX_INSTANCES=32"
         )
         local selection=("${SKIPPED[@]}")
         if [[ "$backend" == wasmer-headless ]]; then
