@@ -6,7 +6,7 @@ CARGO ?= cargo
 RUNTIME ?= wasmtime
 
 .PHONY: demo test prerequisites build actions actions-native test-actions pack clippy fmt fmt-check \
-        build-wasmtime test-wasmtime test-openwhisk-patch bench bench-quick clean \
+        build-wasmtime test-wasmtime test-openwhisk-patch clean \
         build-wasmer build-wasmer-headless precompiler-wasmer test-wasmer bench-wasmer \
         build-wamr precompiler-wamr test-wamr bench-wamr evaluate evaluate-quick soak fuzz \
         build-aarch64 build-armv7 test-cross
@@ -41,8 +41,9 @@ precompiler-wasmer: build-wasmer
 test-wasmer: actions
 	scripts/wasmer.sh test
 
-bench-wasmer: build build-wasmer actions actions-native
-	eval/wasmer-measurements.sh
+# The evaluation of the wasmer build alone against Docker and native (eval/evaluate.sh).
+bench-wasmer:
+	eval/evaluate.sh --backends wasmer --no-jmeter --out eval/results/evaluation-wasmer
 
 # WAMR: the executor runs portable Wasm on WAMR's fast interpreter and artifacts as AOT code (no
 # LLVM in it); wasm-precompile-wamr holds WAMR's AOT compiler (Debian's LLVM 19). scripts/wamr.sh
@@ -57,8 +58,9 @@ precompiler-wamr:
 test-wamr: actions
 	scripts/wamr.sh test
 
-bench-wamr: build build-wamr actions actions-native
-	eval/wamr-measurements.sh
+# The evaluation of the WAMR build alone against Docker and native (eval/evaluate.sh).
+bench-wamr:
+	eval/evaluate.sh --backends wamr --no-jmeter --out eval/results/evaluation-wamr
 
 # ARM boards, built on this machine (scripts/cross.sh; Debian's cross compilers and rustc-web,
 # no rustup targets): every backend for 64-bit Raspberry Pi OS / Debian arm64, WAMR for 32-bit
@@ -105,9 +107,6 @@ fmt:
 fmt-check:
 	$(CARGO) fmt --all -- --check
 
-bench: build actions
-	eval/first-measurements.sh
-
 evaluate:
 	eval/evaluate.sh
 
@@ -124,9 +123,6 @@ soak: actions
 # The fuzz targets (fuzz/), 30 s each; `scripts/fuzz.sh SECONDS TARGET` for a longer run.
 fuzz:
 	scripts/fuzz.sh
-
-bench-quick: build actions
-	eval/first-measurements.sh --quick
 
 clean:
 	$(CARGO) clean

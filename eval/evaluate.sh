@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Reproduces the evaluation (eval/RESULTS.md) on this machine with one command: builds what is
 # missing, starts our own Docker engine for the baseline, runs every experiment on every
-# executor build and on the Docker baseline and the native binary, plots, and runs the JMeter
-# plans against the executor and against the baseline.
+# executor build and on the Docker baseline and the native binary, compares `hash` precompiled,
+# portable and native on every build (and wasmer's metering), plots, and runs the JMeter plans
+# against the executor and against the baseline.
 #
 #   eval/evaluate.sh                 # full mode: every backend, about 45-60 min of measuring
 #   eval/evaluate.sh --quick         # tiny sizes, a few minutes: CI runs this so nothing rots
+#   eval/evaluate.sh --backends wamr --no-jmeter   # one build against Docker and native
 #
 # Options:
 #   --backends LIST     executor builds to evaluate (default: wasmtime,wasmer,wamr; the wasmer
@@ -94,6 +96,33 @@ mode=()
     --executor-wasmtime "$bin/wasm-executor-wasmtime" --executor-wasmer "$bin/wasm-executor-wasmer" \
     --executor-wamr "$bin/wasm-executor-wamr" --precompiler "$bin/wasm-precompile" \
     --max-error-pct "$max_error_pct" "${extra[@]}"
+
+step "hash precompiled, portable and native on ${backends} (wasm-bench hash)"
+hash=(hash --precompiler "$bin/wasm-precompile" --out "$out/hash")
+for b in "${backend_list[@]}"; do
+    hash+=(--executor "$b=$bin/wasm-executor-$b")
+done
+[[ $quick == 1 ]] && hash+=(--quick)
+"$bin/wasm-bench" "${hash[@]}"
+
+if [[ " ${backend_list[*]} " == *" wasmer "* ]]; then
+    step "wasmer's metering: hash and prime with and without instruction metering (wasmer-metering)"
+    metering=(actions/dist/hash.wasm '{"iterations":1200000}' 15)
+    sieve=(actions/dist/prime.wasm '{"limit":30000000}' 15)
+    repeats=3
+    if [[ $quick == 1 ]]; then
+        metering=(actions/dist/hash.wasm '{"iterations":1000}' 1)
+        sieve=(actions/dist/prime.wasm '{"limit":1000}' 1)
+        repeats=1
+    fi
+    {
+        echo "# wasmer-metering, $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+        for _ in $(seq "$repeats"); do
+            "$bin/wasmer-metering" "${metering[@]}"
+            "$bin/wasmer-metering" "${sieve[@]}"
+        done
+    } | tee "$out/wasmer-metering.txt"
+fi
 
 step "plots"
 # Debian's Python, where python3-matplotlib lives (scripts/prerequisites.sh eval).

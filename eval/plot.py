@@ -73,14 +73,12 @@ def grouped(rows, *keys):
     return groups
 
 
-def rate(rows, window_secs):
-    """Successful activations completed inside the measured window, per second of window."""
-    return sum(1 for r in rows if not r["warmup"] and r["status"] == 200) / window_secs
-
-
-def sizes(directory):
+def rates(directory, experiment):
+    """The closed-loop rates of summary.json: (platform, scenario, level) -> (mean over the
+    measured windows, half-width of its 95 % confidence interval or 0)."""
     with open(os.path.join(directory, "summary.json")) as f:
-        return json.load(f)["sizes"]
+        cells = json.load(f)["summary"]["cells"].get(experiment, [])
+    return {(c["platform"], c["scenario"], c["level"]): (c["rate"] or 0.0, c.get("rate_ci95") or 0.0) for c in cells}
 
 
 def bars(ax, platforms, groups, value, ylabel, title):
@@ -138,11 +136,14 @@ def plot_throughput(directory, out, experiment, title):
         return
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     groups = grouped(rows, "platform", "level")
+    cells = rates(directory, experiment)
+    scenario = rows[0]["scenario"]
     for p in platforms_of(rows):
         levels = sorted({lvl for (pp, lvl) in groups if pp == p})
-        rates = [rate(groups[(p, lvl)], sizes(directory)["level_secs"]) for lvl in levels]
+        mean = [cells.get((p, scenario, lvl), (float("nan"), 0))[0] for lvl in levels]
+        ci = [cells.get((p, scenario, lvl), (0, 0))[1] for lvl in levels]
         p99 = [percentile([r["latency_ns"] / 1e6 for r in groups[(p, lvl)] if not r["warmup"] and r["status"] == 200], 0.99) for lvl in levels]
-        axes[0].plot(levels, rates, "o-", color=color(p), label=p)
+        axes[0].errorbar(levels, mean, yerr=ci, fmt="o-", capsize=3, color=color(p), label=p)
         axes[1].plot(levels, p99, "o-", color=color(p), label=p)
     axes[0].set_title(f"{title}: throughput")
     axes[0].set_ylabel("activations/s")
@@ -150,8 +151,10 @@ def plot_throughput(directory, out, experiment, title):
     axes[1].set_ylabel("ms")
     for ax in axes:
         ax.set_xlabel("concurrent clients")
-        if experiment == "io":
+        if experiment in ("io", "cold-rate"):
             ax.set_xscale("log", base=2)
+        if experiment == "cold-rate":
+            ax.set_yscale("log")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
     save(fig, out, f"{experiment}.png")
@@ -183,21 +186,25 @@ def plot_realistic(directory, out):
     rows = load(directory, "realistic")
     if not rows:
         return
-    fig, ax = plt.subplots(figsize=(9, 4.2))
-    for p in platforms_of(rows):
-        values = sorted(r["latency_ns"] / 1e6 for r in rows if r["platform"] == p and r["status"] == 200)
-        if not values:
-            continue
-        n = len(values)
-        cold = sum(1 for r in rows if r["platform"] == p and r["cold"])
-        ax.step(values, [(i + 1) / n for i in range(n)], where="post", color=color(p),
-                label=f"{p} ({100 * cold / len([r for r in rows if r['platform'] == p]):.0f} % cold)")
-    ax.set_xscale("log")
-    ax.set_title("Realistic workload: latency ECDF")
-    ax.set_xlabel("latency from arrival, ms (log)")
-    ax.set_ylabel("fraction of activations")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    limits = sorted({r["level"] for r in rows})
+    fig, axes = plt.subplots(1, len(limits), figsize=(6 * len(limits), 4.2), squeeze=False)
+    for ax, limit in zip(axes[0], limits):
+        part = [r for r in rows if r["level"] == limit]
+        for p in platforms_of(part):
+            own = [r for r in part if r["platform"] == p]
+            values = sorted(r["latency_ns"] / 1e6 for r in own if r["status"] == 200)
+            if not values:
+                continue
+            n = len(values)
+            cold = sum(1 for r in own if r["cold"])
+            ax.step(values, [(i + 1) / n for i in range(n)], where="post", color=color(p),
+                    label=f"{p} ({100 * cold / len(own):.0f} % cold)")
+        ax.set_xscale("log")
+        ax.set_title(f"Realistic workload, concurrency limit {limit}: latency ECDF")
+        ax.set_xlabel("latency from arrival, ms (log)")
+        ax.set_ylabel("fraction of activations")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
     save(fig, out, "realistic.png")
 
 
@@ -237,6 +244,32 @@ def plot_memory(directory, out):
     save(fig, out, "memory.png")
 
 
+def plot_capacity(directory, out):
+    path = os.path.join(directory, "summary.json")
+    if not os.path.exists(path):
+        return
+    with open(path) as f:
+        summary = json.load(f)
+    rows = summary.get("capacity") or []
+    if not rows:
+        return
+    fig, ax = plt.subplots(figsize=(9, 4.2))
+    for row in rows:
+        rates = [level[0] for level in row["levels"]]
+        p99 = [level[1] if level[1] is not None else float("nan") for level in row["levels"]]
+        ax.plot(rates, p99, "o-", color=color(row["platform"]),
+                label=f'{row["platform"]} ({row["container_mb"]:.2f} MB per container)')
+    ax.axhline(summary["summary"]["capacity_p99_ms"], color="black", linestyle=":", label="p99 target")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_title("Capacity in 1 GiB: the realistic workload at rising arrival rates")
+    ax.set_xlabel("arrivals per second (log)")
+    ax.set_ylabel("p99 latency, ms (log)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    save(fig, out, "capacity.png")
+
+
 def plot_threading(directory, out):
     rows = load(directory, "threading")
     if not rows:
@@ -244,12 +277,14 @@ def plot_threading(directory, out):
     workloads = ["cpu", "io", "mixed"]
     fig, axes = plt.subplots(1, 3, figsize=(13, 4))
     groups = grouped(rows, "platform", "scenario", "level")
+    cells = rates(directory, "threading")
     for ax, workload in zip(axes, workloads):
         for p in sorted({r["platform"] for r in rows}):
             levels = sorted({lvl for (pp, w, lvl) in groups if pp == p and w == workload})
-            rates = [rate(groups[(p, workload, lvl)], sizes(directory)["threading_secs"]) for lvl in levels]
+            mean = [cells.get((p, workload, lvl), (float("nan"), 0))[0] for lvl in levels]
+            ci = [cells.get((p, workload, lvl), (0, 0))[1] for lvl in levels]
             style = "o-" if p.endswith("-pool") else "s--"
-            ax.plot(levels, rates, style, color=color(p), label=p)
+            ax.errorbar(levels, mean, yerr=ci, fmt=style, capsize=3, color=color(p), label=p)
         ax.set_title(f"{workload}: guest calls on pool vs async workers")
         ax.set_xlabel("concurrent clients")
         ax.set_xscale("log", base=2)
@@ -264,10 +299,12 @@ def main():
     out = os.path.join(directory, "plots")
     os.makedirs(out, exist_ok=True)
     plot_cold(directory, out)
+    plot_throughput(directory, out, "cold-rate", "Cold starts at saturation")
     plot_throughput(directory, out, "io", "I/O-bound (net)")
     plot_throughput(directory, out, "cpu", "CPU-bound (hash)")
     plot_mixed(directory, out)
     plot_realistic(directory, out)
+    plot_capacity(directory, out)
     plot_access(directory, out)
     plot_memory(directory, out)
     plot_threading(directory, out)

@@ -6,9 +6,9 @@
 # backend (wasmtime, wasmer, WAMR), the fuzz targets for a bounded time, the OpenWhisk patch's
 # tests against the real executor, the executor's OCI image (the suite against the container),
 # the ARM builds of every executor with part of the suite against each under qemu-user, the deployment
-# files' checks (Raspberry Pi, Kubernetes), the Docker baseline's proxy tests, the benchmark harnesses
-# in quick mode and the evaluation in quick mode (its own Docker engine, every backend against
-# the baseline, the JMeter plans).
+# files' checks (Raspberry Pi, Kubernetes), the Docker baseline's proxy tests, the edge footprint's
+# script and the evaluation in quick mode (its own Docker engine, every backend against the
+# baseline, the build comparisons, the JMeter plans).
 # Nothing is skipped: a missing tool stops the run in its first minute.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -80,8 +80,6 @@ timed "the executor's OCI image: hardening, the conformance suite against the co
 timed "OpenWhisk patch: executor client against the real executor" \
     env WASM_EXECUTOR_BIN="$(cd "$bin" && pwd)/wasm-executor-wasmtime" openwhisk-patch/test.sh
 
-timed "benchmark harness (quick mode, so it cannot rot)" eval/first-measurements.sh --quick
-
 step "JMeter against real OpenWhisk: the committed summary recomputed from its records; run.sh refuses a missing API"
 ow_scratch="$(mktemp -d)"
 cp -r eval/results/openwhisk/. "$ow_scratch"
@@ -96,10 +94,10 @@ if eval/openwhisk/run.sh --wasm-api http://127.0.0.1:9 --platforms wasm >"$ow_sc
 fi
 rm -rf "$ow_scratch"
 
-timed "wasmer backend (LLVM and headless builds): lints, unit tests, conformance suite, wasmer tests, measurements" \
+timed "wasmer backend (LLVM and headless builds): lints, unit tests, conformance suite, wasmer tests" \
     scripts/wasmer.sh test
 
-timed "WAMR backend (interpreter + AOT): lints, unit tests, conformance suite, WAMR tests, measurements" \
+timed "WAMR backend (interpreter + AOT): lints, unit tests, conformance suite, WAMR tests" \
     scripts/wamr.sh test
 
 step "the edge footprint's script (quick mode, so it cannot rot)"

@@ -51,8 +51,6 @@ test_all() {
     step "wamr: unit tests, conformance suite, WAMR tests"
     "$CARGO" test --release --locked "${EXECUTOR[@]}" "${PRECOMPILER[@]}" -p wamr-profile
     cp "$OUT/wasm-executor" "$OUT/wasm-executor-wamr"
-    step "wamr measurements (quick mode, so they cannot rot)"
-    eval/wamr-measurements.sh --quick
 }
 
 case "${1:-}" in

@@ -57,8 +57,6 @@ test_all() {
     "$CARGO" clippy --release --locked --all-targets "${HEADLESS[@]}" -- -D warnings
     "$CARGO" test --release --locked "${HEADLESS[@]}" --test wasmer
     cp "$OUT/wasm-executor" "$OUT/wasm-executor-wasmer-headless"
-    step "wasmer measurements (quick mode, so they cannot rot)"
-    eval/wasmer-measurements.sh --quick
 }
 
 case "${1:-}" in

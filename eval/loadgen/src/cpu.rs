@@ -16,11 +16,6 @@ pub fn process_cpu_ns(pid: u32) -> u64 {
         .sum()
 }
 
-/// Nanoseconds on CPU of the calling thread.
-pub fn this_thread_cpu_ns() -> u64 {
-    thread_cpu_ns(Path::new("/proc/thread-self/schedstat")).unwrap_or(0)
-}
-
 fn thread_cpu_ns(path: &Path) -> Option<u64> {
     std::fs::read_to_string(path)
         .ok()?

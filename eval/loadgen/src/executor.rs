@@ -1,5 +1,6 @@
-//! Starts and stops a `wasm-executor` process for a measurement: a free loopback port, its own
-//! cache directory, its log captured to a file, ready once `GET /health` answers.
+//! Starts and stops a `wasm-executor` process for a measurement (a free loopback port, its own
+//! cache directory, its log captured to a file, ready once `GET /health` answers), and makes
+//! and removes its containers.
 
 use std::{
     net::{SocketAddr, TcpListener},
@@ -58,6 +59,7 @@ impl ExecutorProcess {
         if let Some(key) = &options.trusted_key {
             command.arg("--trusted-key").arg(key);
         }
+        crate::affinity::pin_command(&mut command);
         command.args(&options.extra_args);
         let child = command
             .spawn()
@@ -97,11 +99,6 @@ impl ExecutorProcess {
     /// Its process id (while running).
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)
-    }
-
-    /// CPU time (ns) its threads have used so far.
-    pub fn cpu_ns(&self) -> u64 {
-        self.pid().map_or(0, crate::cpu::process_cpu_ns)
     }
 
     /// Its log so far.
@@ -159,4 +156,30 @@ pub fn fresh_dir(parent: &Path, name: &str) -> anyhow::Result<PathBuf> {
     }
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     Ok(dir)
+}
+
+/// Initializes container `id` with an /init body; any answer but 200 is an error.
+pub fn init_container(addr: SocketAddr, id: &str, body: &[u8]) -> anyhow::Result<()> {
+    let response = Client::new(addr, ConnMode::New).post(&format!("/{id}/init"), body)?;
+    if response.status != 200 {
+        bail!(
+            "/init of {id} answered {}: {}",
+            response.status,
+            response.body_text()
+        );
+    }
+    Ok(())
+}
+
+/// Destroys container `id`; any answer but 200 is an error.
+pub fn destroy_container(client: &mut Client, id: &str) -> anyhow::Result<()> {
+    let response = client.post(&format!("/{id}/destroy"), b"")?;
+    if response.status != 200 {
+        bail!(
+            "/destroy of {id} answered {}: {}",
+            response.status,
+            response.body_text()
+        );
+    }
+    Ok(())
 }

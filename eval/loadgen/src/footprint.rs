@@ -18,11 +18,10 @@ use serde_json::json;
 
 use crate::{
     cpu,
-    executor::{ExecutorOptions, ExecutorProcess, fresh_dir},
+    executor::{ExecutorOptions, ExecutorProcess, destroy_container, fresh_dir, init_container},
     http::{Client, ConnMode},
     precompile, report, serverlog,
     stats::Summary,
-    suite::{destroy_container, init_container},
     workload,
 };
 
@@ -59,12 +58,14 @@ pub struct FootprintArgs {
     quick: bool,
 }
 
-/// Resident memory of a process, from /proc/PID/status (KiB).
+/// Resident memory of a process, from /proc/PID/status (KiB), and its proportional share
+/// (PSS: pages shared with other processes divided among them) from /proc/PID/smaps_rollup.
 #[derive(Debug, Clone, Copy, Serialize)]
 struct Rss {
     total_kib: u64,
     anon_kib: u64,
     file_kib: u64,
+    pss_kib: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -78,6 +79,8 @@ struct PathResult {
     after_one_run_each: Rss,
     /// (RSS after one run of each − idle RSS) / containers.
     per_warm_container_kib: f64,
+    /// The same of PSS.
+    per_warm_container_pss_kib: f64,
     init: Option<Summary>,
     warm_run: Option<Summary>,
     /// The same warm /runs inside the executor (`took_us`), and the executor's CPU time per
@@ -202,32 +205,41 @@ fn measure_all(
             .with_context(|| format!("--executor {spec}: expected RUNTIME=PATH"))?;
         let dir = fresh_dir(scratch, runtime)?;
         let artifact = precompile::signed_zip(&args.precompiler, runtime, wasm, &dir)?;
+        let (zip, portable) = (workload::read(&artifact.zip)?, workload::read(wasm)?);
+        let same = |bytes: Vec<u8>| {
+            let body = workload::init_body(&bytes);
+            Box::new(move |_: usize| body.clone()) as Box<dyn Fn(usize) -> Vec<u8>>
+        };
+        // Distinct actions: every container (and every /init of code no container holds) its
+        // own module, compiled at /init (precompiling a thousand artifacts would take longer
+        // than the measurement).
+        let distinct = {
+            let portable = portable.clone();
+            Box::new(move |k: usize| workload::init_body(&workload::distinct(&portable, k as u64)))
+                as Box<dyn Fn(usize) -> Vec<u8>>
+        };
+        // (code path, its /init bodies, whether every container loads a module of its own)
         let codes = [
-            ("precompiled", workload::read(&artifact.zip)?),
-            ("portable", workload::read(wasm)?),
+            ("precompiled", same(zip), false),
+            ("portable", same(portable), false),
+            ("portable, distinct actions", distinct, true),
         ];
-        for (code, bytes) in codes {
+        for (code, body_of, distinct) in codes {
             tracing::info!(runtime, binary, code, "footprint");
             let options = ExecutorOptions {
                 binary: PathBuf::from(binary),
-                state_dir: fresh_dir(&dir, &format!("cache-{code}"))?,
+                state_dir: fresh_dir(&dir, &format!("cache-{}", code.replace([',', ' '], "-")))?,
                 trusted_key: Some(artifact.public_key.clone()),
                 // `initialized` and `module loaded` (the executor's own /init times) and
                 // `activation ended` (its /run times).
                 log_filter: "info,wasm_executor::service=debug".into(),
-                log_path: dir.join(format!("executor-{code}.log")),
+                log_path: dir.join(format!("executor-{}.log", code.replace([',', ' '], "-"))),
                 extra_args: Vec::new(),
             };
             let executor = ExecutorProcess::start(&options)?;
-            let result = measure(
-                &executor,
-                runtime,
-                code,
-                &workload::init_body(&bytes),
-                sizes,
-            );
+            let result = measure(&executor, runtime, code, &*body_of, sizes);
             let log = executor.stop()?;
-            let mut result = with_executor_times(result?, &log, sizes);
+            let mut result = with_executor_times(result?, &log, sizes, distinct);
             result.executor = Path::new(binary).file_name().map_or_else(
                 || binary.to_owned(),
                 |name| name.to_string_lossy().into_owned(),
@@ -242,7 +254,7 @@ fn measure(
     executor: &ExecutorProcess,
     runtime: &str,
     code: &'static str,
-    init_body: &[u8],
+    body_of: &dyn Fn(usize) -> Vec<u8>,
     sizes: &Sizes,
 ) -> anyhow::Result<PathResult> {
     let Sizes {
@@ -269,7 +281,7 @@ fn measure(
     let idle = rss(pid)?;
     let mut inits = Vec::with_capacity(containers);
     for index in 0..containers {
-        inits.push(timed_init(addr, &format!("fp-{index}"), init_body)?);
+        inits.push(timed_init(addr, &format!("fp-{index}"), &body_of(index))?);
     }
     let after_init = rss(pid)?;
     let run_body = workload::run_body(&json!({"footprint": true}));
@@ -317,7 +329,7 @@ fn measure(
     let warmup = sizes.new_init_warmup();
     for index in 0..warmup + new_inits {
         let id = format!("new-{index}");
-        let took = timed_init(addr, &id, init_body)?;
+        let took = timed_init(addr, &id, &body_of(containers + index))?;
         if index >= warmup {
             new.push(took);
         }
@@ -331,6 +343,8 @@ fn measure(
         after_init,
         after_one_run_each: after_runs,
         per_warm_container_kib: after_runs.total_kib.saturating_sub(idle.total_kib) as f64
+            / containers.max(1) as f64,
+        per_warm_container_pss_kib: after_runs.pss_kib.saturating_sub(idle.pss_kib) as f64
             / containers.max(1) as f64,
         init: Summary::of_ns(inits),
         warm_run: Summary::of_ns(runs),
@@ -351,16 +365,27 @@ fn timed_init(addr: std::net::SocketAddr, id: &str, body: &[u8]) -> anyhow::Resu
 }
 
 /// Adds the executor's own /init times from its log: the measured new /inits (and their module
-/// loads, the warm-up's left out) and the containers that found the module loaded.
-fn with_executor_times(mut result: PathResult, log: &str, sizes: &Sizes) -> PathResult {
+/// loads, the warm-up's left out) and the containers that found the module loaded (for
+/// distinct actions, that loaded their own).
+fn with_executor_times(
+    mut result: PathResult,
+    log: &str,
+    sizes: &Sizes,
+    distinct: bool,
+) -> PathResult {
     let times = serverlog::parse(log);
     let took = |id: String| times.inits.get(&id).and_then(|t| t.first().copied());
     let warmup = sizes.new_init_warmup();
     let measured = warmup..warmup + sizes.new_inits;
     result.new_init_executor =
         Summary::of_us(measured.clone().filter_map(|i| took(format!("new-{i}"))));
-    // One load for the containers (`fp-0`'s), then one per new /init.
-    let first_new = usize::from(sizes.containers > 0);
+    // One load for the containers (`fp-0`'s; one each for distinct actions), then one per new
+    // /init.
+    let first_new = if distinct {
+        sizes.containers
+    } else {
+        usize::from(sizes.containers > 0)
+    };
     result.new_init_steps_p50_us = times
         .loads
         .get(first_new + measured.start..first_new + measured.end)
@@ -392,10 +417,19 @@ fn rss(pid: u32) -> anyhow::Result<Rss> {
             .and_then(|kib| kib.parse().ok())
             .unwrap_or(0)
     };
+    let rollup = format!("/proc/{pid}/smaps_rollup");
+    let pss_kib = std::fs::read_to_string(&rollup)
+        .with_context(|| format!("reading {rollup}"))?
+        .lines()
+        .find_map(|line| line.strip_prefix("Pss:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|kib| kib.parse().ok())
+        .unwrap_or(0);
     Ok(Rss {
         total_kib: field("VmRSS:"),
         anon_kib: field("RssAnon:"),
         file_kib: field("RssFile:"),
+        pss_kib,
     })
 }
 
@@ -414,7 +448,7 @@ fn markdown(report: &FootprintReport) -> String {
             ""
         }
     );
-    out.push_str("| runtime | executor | code | idle RSS | RSS after /inits | after one /run each | per warm container | /init p50 | /init p99 | warm /run p50 | warm /run p99 |\n");
+    out.push_str("| runtime | executor | code | idle RSS | RSS after /inits | after one /run each | per warm container (RSS / PSS) | /init p50 | /init p99 | warm /run p50 | warm /run p99 |\n");
     out.push_str("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     let us = |s: &Option<Summary>, p99: bool| {
         s.as_ref().map_or("-".into(), |s| {
@@ -423,7 +457,7 @@ fn markdown(report: &FootprintReport) -> String {
     };
     for r in &report.results {
         out.push_str(&format!(
-            "| {} | {} | {} | {:.1} MiB | {:.1} MiB | {:.1} MiB | {:.0} KiB | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {:.1} MiB | {:.1} MiB | {:.1} MiB | {:.0} / {:.0} KiB | {} | {} | {} | {} |\n",
             r.runtime,
             r.executor,
             r.code,
@@ -431,6 +465,7 @@ fn markdown(report: &FootprintReport) -> String {
             r.after_init.total_kib as f64 / 1024.0,
             r.after_one_run_each.total_kib as f64 / 1024.0,
             r.per_warm_container_kib,
+            r.per_warm_container_pss_kib,
             us(&r.init, false),
             us(&r.init, true),
             us(&r.warm_run, false),

@@ -87,7 +87,7 @@ pub fn run(args: &GatewayArgs) -> anyhow::Result<()> {
         Arc::clone(&platform),
         PoolConfig {
             user_memory_mb: args.user_memory_mb,
-            container_memory_mb: args.container_memory_mb,
+            container_memory_mb: args.container_memory_mb as f64,
             ..PoolConfig::openwhisk(Duration::from_secs_f64(args.idle_timeout_secs))
         },
     );

@@ -227,7 +227,7 @@ fn measure(
             ("portable", workload::read(wasm)?),
         ] {
             let id = format!("hash-{kind}");
-            crate::suite::init_container(process.addr, &id, &workload::init_body(&code))?;
+            crate::executor::init_container(process.addr, &id, &workload::init_body(&code))?;
             variants.push(Variant {
                 name: format!("{runtime} {kind}"),
                 runner: Runner::Executor {

@@ -20,15 +20,6 @@ pub enum ConnMode {
     KeepAlive,
 }
 
-impl ConnMode {
-    pub fn label(self) -> &'static str {
-        match self {
-            ConnMode::New => "new_connection",
-            ConnMode::KeepAlive => "keep_alive",
-        }
-    }
-}
-
 /// A complete response.
 #[derive(Debug)]
 pub struct Response {

@@ -1,9 +1,10 @@
 //! An OpenWhisk-like container pool in front of a platform, as the invoker keeps one: a fixed
-//! budget of user memory divided into containers of a fixed size, a warm container of the same
-//! action reused when free, otherwise a new one (a cold start) while memory lasts, otherwise
-//! the least recently used idle container of another action is removed to make room, otherwise
-//! the activation waits. Idle containers are suspended after a grace period (on platforms that
-//! suspend) and removed after an idle timeout.
+//! budget of user memory divided into containers of a fixed size; an activation goes to a warm
+//! container of its action that runs fewer activations than the action's concurrency limit
+//! (OpenWhisk's `limits.concurrency`, 1 by default), otherwise to a new one (a cold start)
+//! while memory lasts, otherwise the least recently used idle container of another action is
+//! removed to make room, otherwise the activation waits. Idle containers are suspended after a
+//! grace period (on platforms that suspend) and removed after an idle timeout.
 
 use std::{
     sync::{Arc, Condvar, Mutex, MutexGuard},
@@ -21,8 +22,11 @@ use crate::{
 pub struct PoolConfig {
     /// OpenWhisk's `user-memory` (1024 MB by default).
     pub user_memory_mb: u64,
-    /// Memory of every action container (OpenWhisk's default action memory, 256 MB).
-    pub container_memory_mb: u64,
+    /// Memory of every action container (OpenWhisk's default action memory, 256 MB; for the
+    /// capacity experiment, what a platform measurably needs per container).
+    pub container_memory_mb: f64,
+    /// Activations one container runs at once (the action's concurrency limit).
+    pub concurrency: usize,
     /// Idle time before a container is suspended.
     pub pause_grace: Duration,
     /// Idle time before a container is removed.
@@ -35,14 +39,17 @@ impl PoolConfig {
     pub fn openwhisk(idle_timeout: Duration) -> PoolConfig {
         PoolConfig {
             user_memory_mb: 1024,
-            container_memory_mb: 256,
+            container_memory_mb: 256.0,
+            concurrency: 1,
             pause_grace: Duration::from_millis(50),
             idle_timeout,
         }
     }
 
-    fn slots(&self) -> usize {
-        (self.user_memory_mb / self.container_memory_mb.max(1)).max(1) as usize
+    /// Containers that fit in the user memory.
+    pub fn slots(&self) -> usize {
+        (self.user_memory_mb as f64 / self.container_memory_mb.max(f64::MIN_POSITIVE)).max(1.0)
+            as usize
     }
 }
 
@@ -54,32 +61,79 @@ pub struct Activation {
     pub cold: bool,
 }
 
-#[derive(PartialEq, Eq, Clone, Copy)]
-enum IdleState {
+#[derive(PartialEq, Eq, Clone, Copy, Debug)]
+enum SlotState {
     Warm,
+    /// Being suspended or resumed outside the lock: not to be used or removed meanwhile.
     Suspending,
     Suspended,
+    Resuming,
 }
 
-struct Idle {
+/// A container the pool holds: its activations in flight take clones of `container`, and give
+/// them back (under the lock) before `in_flight` drops, so a container with none in flight and
+/// in no transition is the pool's alone.
+struct Slot {
+    id: u64,
     action: String,
-    container: Box<dyn Container>,
+    container: Arc<Box<dyn Container>>,
+    in_flight: usize,
+    /// When it last had no activation in flight (or was created).
     since: Instant,
-    state: IdleState,
+    state: SlotState,
+    /// An activation failed on it: removed once its last activation ends, given no more.
+    doomed: bool,
+}
+
+impl Slot {
+    /// Free for new activations of `action` up to `limit` at once.
+    fn has_room(&self, action: &str, limit: usize) -> bool {
+        self.action == action && !self.doomed && self.in_flight < limit
+    }
+
+    /// Idle and the pool's alone: may be removed.
+    fn removable(&self) -> bool {
+        self.in_flight == 0 && matches!(self.state, SlotState::Warm | SlotState::Suspended)
+    }
+}
+
+/// A container being created, with the activations that will run on it.
+struct Pending {
+    id: u64,
+    action: String,
+    reserved: usize,
 }
 
 #[derive(Default)]
 struct PoolState {
-    idle: Vec<Idle>,
-    /// Containers running an activation, being created or being suspended count as used.
-    busy: usize,
+    slots: Vec<Slot>,
+    /// Containers being created count as used.
+    pending: Vec<Pending>,
+    next_id: u64,
     closed: bool,
 }
 
 impl PoolState {
     fn used(&self) -> usize {
-        self.idle.len() + self.busy
+        self.slots.len() + self.pending.len()
     }
+
+    fn index(&self, id: u64) -> Option<usize> {
+        self.slots.iter().position(|s| s.id == id)
+    }
+
+    /// Takes slot `index` out of the pool; it must be removable.
+    fn take(&mut self, index: usize) -> Box<dyn Container> {
+        let slot = self.slots.swap_remove(index);
+        Arc::try_unwrap(slot.container)
+            .unwrap_or_else(|_| unreachable!("a removable container has no other holder"))
+    }
+}
+
+/// One activation's use of a container.
+struct Lease {
+    id: u64,
+    container: Arc<Box<dyn Container>>,
 }
 
 pub struct Invoker {
@@ -120,17 +174,16 @@ impl Invoker {
 
     /// Runs one activation of `action` with `params` (merged over its bound parameters).
     pub fn invoke(&self, action: &Action, params: &Value) -> anyhow::Result<Activation> {
-        let (mut container, cold) = self.acquire(action)?;
+        let (lease, cold) = self.acquire(action)?;
         let params = action.params(params);
-        let result = container.run(&params);
-        match result {
+        match lease.container.run(&params) {
             Ok(result) => {
-                self.release(action, container);
+                self.release(lease, false);
                 Ok(Activation { result, cold })
             }
             Err(error) => {
                 // The container is in an unknown state: remove it, as the invoker does.
-                self.discard(container);
+                self.release(lease, true);
                 Err(error)
             }
         }
@@ -152,96 +205,167 @@ impl Invoker {
         }
     }
 
-    /// A container for `action`: a warm one, or a new one once memory allows.
-    fn acquire(&self, action: &Action) -> anyhow::Result<(Box<dyn Container>, bool)> {
+    /// A container for `action`: a warm one with room, or a new one once memory allows.
+    fn acquire(&self, action: &Action) -> anyhow::Result<(Lease, bool)> {
+        let limit = self.config.concurrency.max(1);
         let mut state = self.lock();
         loop {
             if state.closed {
                 anyhow::bail!("the pool is shut down");
             }
-            // The most recently used free container of this action.
+            // The busiest container of this action with room (activations packed as the
+            // invoker packs them), the most recently used among equals.
             let ready = state
-                .idle
+                .slots
                 .iter()
                 .enumerate()
-                .filter(|(_, c)| c.action == action.name && c.state != IdleState::Suspending)
-                .max_by_key(|(_, c)| c.since)
+                .filter(|(_, s)| {
+                    s.has_room(&action.name, limit)
+                        && matches!(s.state, SlotState::Warm | SlotState::Suspended)
+                })
+                .max_by_key(|(_, s)| (s.in_flight, s.since))
                 .map(|(i, _)| i);
             if let Some(index) = ready {
-                let idle = state.idle.swap_remove(index);
-                state.busy += 1;
-                drop(state);
-                let mut container = idle.container;
-                if idle.state == IdleState::Suspended
-                    && let Err(error) = container.resume()
-                {
-                    self.discard(container);
-                    return Err(error);
+                let slot = &mut state.slots[index];
+                slot.in_flight += 1;
+                let lease = Lease {
+                    id: slot.id,
+                    container: Arc::clone(&slot.container),
+                };
+                if slot.state == SlotState::Warm {
+                    return Ok((lease, false));
                 }
-                return Ok((container, false));
+                slot.state = SlotState::Resuming;
+                drop(state);
+                let resumed = lease.container.resume();
+                let mut state = self.lock();
+                if let Some(index) = state.index(lease.id) {
+                    state.slots[index].state = SlotState::Warm;
+                }
+                drop(state);
+                self.changed.notify_all();
+                return match resumed {
+                    Ok(()) => Ok((lease, false)),
+                    Err(error) => {
+                        self.release(lease, true);
+                        Err(error)
+                    }
+                };
             }
-            let suspending_same = state
-                .idle
-                .iter()
-                .any(|c| c.action == action.name && c.state == IdleState::Suspending);
-            if !suspending_same {
+            // A container of this action being created with room: wait for it.
+            if let Some(pending) = state
+                .pending
+                .iter_mut()
+                .find(|p| p.action == action.name && p.reserved < limit)
+            {
+                pending.reserved += 1;
+                let id = pending.id;
+                return self.join(state, id).map(|lease| (lease, true));
+            }
+            // A container of this action that is being suspended or resumed will do.
+            let transient = state.slots.iter().any(|s| {
+                s.has_room(&action.name, limit)
+                    && matches!(s.state, SlotState::Suspending | SlotState::Resuming)
+            });
+            if !transient {
                 let mut evicted = None;
                 if state.used() >= self.config.slots() {
-                    // Make room: the least recently used free container of any action.
+                    // Make room: the least recently used idle container of any action.
                     evicted = state
-                        .idle
+                        .slots
                         .iter()
                         .enumerate()
-                        .filter(|(_, c)| c.state != IdleState::Suspending)
-                        .min_by_key(|(_, c)| c.since)
+                        .filter(|(_, s)| s.removable())
+                        .min_by_key(|(_, s)| s.since)
                         .map(|(i, _)| i)
-                        .map(|i| state.idle.swap_remove(i));
+                        .map(|i| state.take(i));
                 }
                 if state.used() < self.config.slots() {
-                    state.busy += 1;
+                    let id = state.next_id;
+                    state.next_id += 1;
+                    state.pending.push(Pending {
+                        id,
+                        action: action.name.clone(),
+                        reserved: 1,
+                    });
                     drop(state);
                     if let Some(old) = evicted
-                        && let Err(error) = old.container.remove()
+                        && let Err(error) = old.remove()
                     {
                         failures::housekeeping("removing an evicted container", &error);
                     }
-                    return match self.platform.create(action) {
-                        Ok(container) => Ok((container, true)),
-                        Err(error) => {
-                            self.lock().busy -= 1;
-                            self.changed.notify_all();
-                            Err(error)
-                        }
-                    };
+                    let created = self.platform.create(action);
+                    let mut state = self.lock();
+                    let index = state.pending.iter().position(|p| p.id == id);
+                    let pending = state
+                        .pending
+                        .swap_remove(index.expect("pending until here"));
+                    let result = created.map(|container| {
+                        let container = Arc::new(container);
+                        state.slots.push(Slot {
+                            id,
+                            action: action.name.clone(),
+                            container: Arc::clone(&container),
+                            in_flight: pending.reserved,
+                            since: Instant::now(),
+                            state: SlotState::Warm,
+                            doomed: false,
+                        });
+                        (Lease { id, container }, true)
+                    });
+                    drop(state);
+                    self.changed.notify_all();
+                    return result;
                 }
             }
-            // Wait for a container to come free (or finish suspending).
+            // Wait for room in a container, or in the pool.
             state = self.changed.wait(state).expect("pool state");
         }
     }
 
-    fn release(&self, action: &Action, container: Box<dyn Container>) {
+    /// Waits for container `id`, being created with room reserved for this activation.
+    fn join(&self, mut state: MutexGuard<'_, PoolState>, id: u64) -> anyhow::Result<Lease> {
+        loop {
+            if let Some(index) = state.index(id) {
+                let container = Arc::clone(&state.slots[index].container);
+                return Ok(Lease { id, container });
+            }
+            if !state.pending.iter().any(|p| p.id == id) {
+                anyhow::bail!("the container this activation waited for could not be created");
+            }
+            state = self.changed.wait(state).expect("pool state");
+        }
+    }
+
+    /// Ends an activation's use of its container; `failed`: the container is removed once no
+    /// activation runs on it any more.
+    fn release(&self, lease: Lease, failed: bool) {
         let mut state = self.lock();
-        state.busy -= 1;
-        state.idle.push(Idle {
-            action: action.name.clone(),
-            container,
-            since: Instant::now(),
-            state: IdleState::Warm,
-        });
+        let Lease { id, container } = lease;
+        drop(container);
+        let closed = state.closed;
+        let mut removed = None;
+        if let Some(index) = state.index(id) {
+            let slot = &mut state.slots[index];
+            slot.in_flight -= 1;
+            slot.doomed |= failed;
+            if slot.in_flight == 0 {
+                slot.since = Instant::now();
+                if (slot.doomed || closed) && slot.removable() {
+                    removed = Some(state.take(index));
+                }
+            }
+        }
         drop(state);
         self.changed.notify_all();
-    }
-
-    fn discard(&self, container: Box<dyn Container>) {
-        if let Err(error) = container.remove() {
+        if let Some(container) = removed
+            && let Err(error) = container.remove()
+        {
             failures::housekeeping("removing a failed container", &error);
         }
-        self.lock().busy -= 1;
-        self.changed.notify_all();
     }
 
-    /// Suspends containers idle past the grace period and removes those idle past the
+    /// Suspends a container idle past the grace period and removes those idle past the
     /// timeout. Returns false once the pool is shut down.
     fn housekeeping(&self) -> bool {
         let now = Instant::now();
@@ -251,61 +375,53 @@ impl Invoker {
         }
         let mut expired = Vec::new();
         let mut index = 0;
-        while index < state.idle.len() {
-            let idle = &state.idle[index];
-            if idle.state != IdleState::Suspending
-                && now.duration_since(idle.since) >= self.config.idle_timeout
-            {
-                expired.push(state.idle.swap_remove(index));
+        while index < state.slots.len() {
+            let slot = &state.slots[index];
+            if slot.removable() && now.duration_since(slot.since) >= self.config.idle_timeout {
+                expired.push(state.take(index));
             } else {
                 index += 1;
             }
         }
         let to_suspend = self.platform.suspends().then(|| {
-            state.idle.iter().position(|c| {
-                c.state == IdleState::Warm && now.duration_since(c.since) >= self.config.pause_grace
+            state.slots.iter().position(|s| {
+                s.state == SlotState::Warm
+                    && s.in_flight == 0
+                    && now.duration_since(s.since) >= self.config.pause_grace
             })
         });
         let suspending = to_suspend.flatten().map(|index| {
-            let idle = &mut state.idle[index];
-            idle.state = IdleState::Suspending;
-            // The container leaves the list while suspending, so its place is marked by a
-            // stand-in that keeps the memory accounted for.
-            std::mem::replace(&mut idle.container, Box::new(Placeholder))
+            let slot = &mut state.slots[index];
+            slot.state = SlotState::Suspending;
+            (slot.id, Arc::clone(&slot.container))
         });
         drop(state);
-        for idle in expired {
-            if let Err(error) = idle.container.remove() {
+        for container in expired {
+            if let Err(error) = container.remove() {
                 failures::housekeeping("removing an idle container", &error);
             }
         }
-        if suspending.is_some() {
-            self.changed.notify_all();
-        }
-        if let Some(mut container) = suspending {
+        if let Some((id, container)) = suspending {
             let suspended = container.suspend();
+            drop(container);
             let mut state = self.lock();
-            let place = state
-                .idle
-                .iter_mut()
-                .find(|c| c.state == IdleState::Suspending);
-            match place {
-                Some(idle) => {
-                    idle.container = container;
-                    idle.state = if suspended.is_ok() {
-                        IdleState::Suspended
-                    } else {
-                        IdleState::Warm
-                    };
-                    drop(state);
-                }
+            let mut removed = None;
+            if let Some(index) = state.index(id) {
+                state.slots[index].state = if suspended.is_ok() {
+                    SlotState::Suspended
+                } else {
+                    SlotState::Warm
+                };
                 // Shut down meanwhile.
-                None => {
-                    drop(state);
-                    if let Err(error) = container.remove() {
-                        failures::housekeeping("removing a container after shutdown", &error);
-                    }
+                if state.closed {
+                    removed = Some(state.take(index));
                 }
+            }
+            drop(state);
+            if let Some(container) = removed
+                && let Err(error) = container.remove()
+            {
+                failures::housekeeping("removing a container after shutdown", &error);
             }
             if let Err(error) = suspended {
                 failures::housekeeping("suspending an idle container", &error);
@@ -315,30 +431,125 @@ impl Invoker {
         true
     }
 
-    /// Removes every idle container and refuses further activations.
+    /// Removes every idle container, and each busy one when its last activation ends, and
+    /// refuses further activations.
     pub fn shutdown(&self) {
         let mut state = self.lock();
         state.closed = true;
-        let idle: Vec<Idle> = state.idle.drain(..).collect();
+        let mut idle = Vec::new();
+        let mut index = 0;
+        while index < state.slots.len() {
+            if state.slots[index].removable() {
+                idle.push(state.take(index));
+            } else {
+                index += 1;
+            }
+        }
         drop(state);
         self.changed.notify_all();
-        for idle in idle {
-            if let Err(error) = idle.container.remove() {
+        for container in idle {
+            if let Err(error) = container.remove() {
                 failures::housekeeping("removing an idle container at shutdown", &error);
             }
         }
     }
 }
 
-/// Stands in for a container while the real one is being suspended outside the lock.
-struct Placeholder;
+#[cfg(test)]
+mod tests {
+    use std::{
+        net::{IpAddr, Ipv4Addr},
+        sync::atomic::{AtomicUsize, Ordering},
+    };
 
-impl Container for Placeholder {
-    fn run(&mut self, _: &Value) -> anyhow::Result<RunResult> {
-        anyhow::bail!("a container being suspended was run")
+    use super::*;
+
+    /// A platform whose containers take 100 ms per activation and count what happens to them.
+    #[derive(Default)]
+    struct Counting {
+        created: AtomicUsize,
+        removed: Arc<AtomicUsize>,
+        running: Arc<AtomicUsize>,
+        most_running: Arc<AtomicUsize>,
     }
 
-    fn remove(self: Box<Self>) -> anyhow::Result<()> {
-        Ok(())
+    struct Slow {
+        removed: Arc<AtomicUsize>,
+        running: Arc<AtomicUsize>,
+        most_running: Arc<AtomicUsize>,
+    }
+
+    impl Platform for Counting {
+        fn name(&self) -> &str {
+            "counting"
+        }
+
+        fn create(&self, _: &Action) -> anyhow::Result<Box<dyn Container>> {
+            self.created.fetch_add(1, Ordering::SeqCst);
+            Ok(Box::new(Slow {
+                removed: Arc::clone(&self.removed),
+                running: Arc::clone(&self.running),
+                most_running: Arc::clone(&self.most_running),
+            }))
+        }
+
+        fn host_address(&self) -> IpAddr {
+            IpAddr::V4(Ipv4Addr::LOCALHOST)
+        }
+    }
+
+    impl Container for Slow {
+        fn run(&self, _: &Value) -> anyhow::Result<RunResult> {
+            let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+            self.most_running.fetch_max(now, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(100));
+            self.running.fetch_sub(1, Ordering::SeqCst);
+            Ok(RunResult {
+                status: 200,
+                body: b"{}".to_vec(),
+            })
+        }
+
+        fn remove(self: Box<Self>) -> anyhow::Result<()> {
+            self.removed.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+    }
+
+    /// `activations` of one action at once through a pool with `concurrency`; the containers
+    /// created and the most activations that ran at once.
+    fn burst(concurrency: usize, activations: usize) -> (usize, usize, usize) {
+        let platform = Arc::new(Counting::default());
+        let config = PoolConfig {
+            concurrency,
+            ..PoolConfig::openwhisk(Duration::from_secs(60))
+        };
+        let invoker = Invoker::start(platform.clone(), config);
+        let action = Action::new("a", "echo", Value::Null);
+        std::thread::scope(|scope| {
+            for _ in 0..activations {
+                scope.spawn(|| assert_eq!(invoker.invoke_outcome(&action).0, 200));
+            }
+        });
+        invoker.shutdown();
+        (
+            platform.created.load(Ordering::SeqCst),
+            platform.most_running.load(Ordering::SeqCst),
+            platform.removed.load(Ordering::SeqCst),
+        )
+    }
+
+    #[test]
+    fn the_concurrency_limit_packs_activations_into_containers() {
+        // Limit 1: one container per activation in flight, at most 4 (1024 / 256 MB): 6
+        // activations make 4 containers and 2 of them wait.
+        let (created, most, removed) = burst(1, 6);
+        assert_eq!((created, most, removed), (4, 4, 4));
+        // Limit 3: 6 at once fit in 2 containers.
+        let (created, most, removed) = burst(3, 6);
+        assert_eq!((created, most, removed), (2, 6, 2));
+        // Limit 10: one container takes all 6.
+        let (created, most, removed) = burst(10, 6);
+        assert_eq!((created, most, removed), (1, 6, 1));
     }
 }

@@ -1,10 +1,9 @@
-//! Makes the precompiled artifact the init benchmark loads: an operator key pair and a signed
+//! Makes the precompiled artifacts the benchmarks send in /init: an operator key pair and a signed
 //! zip of a module, through the `wasm-precompile` front end (outside the timed path).
 
 use std::{
     path::{Path, PathBuf},
     process::Command,
-    time::{Duration, Instant},
 };
 
 use anyhow::{Context, bail};
@@ -14,8 +13,6 @@ use anyhow::{Context, bail};
 pub struct Precompiled {
     pub zip: PathBuf,
     pub public_key: PathBuf,
-    /// Wall time of `wasm-precompile compile` (offline; for the record).
-    pub compile_time: Duration,
 }
 
 /// Creates `dir/operator.{pem,pub}` and `dir/<stem>.zip` from `wasm`, for `runtime`.
@@ -40,7 +37,6 @@ pub fn signed_zip(
         .file_stem()
         .map_or("action".into(), |s| s.to_string_lossy().into_owned());
     let zip = dir.join(format!("{stem}.zip"));
-    let started = Instant::now();
     run(Command::new(precompiler)
         .args(["compile", "--runtime", runtime, "--"])
         .arg(wasm)
@@ -52,7 +48,6 @@ pub fn signed_zip(
     Ok(Precompiled {
         zip,
         public_key: key.with_extension("pub"),
-        compile_time: started.elapsed(),
     })
 }
 

@@ -10,8 +10,44 @@ use std::{
 use super::{Context, sample::Sample};
 use crate::{
     failures,
-    platform::{Container, Platform},
+    platform::{Action, Container, Platform},
 };
+
+/// One cold start of `action`, timed from now until the container is ready and until its first
+/// result; the container, when one was made, for the caller to remove.
+pub fn start(
+    platform: &dyn Platform,
+    action: &Action,
+    epoch: Instant,
+) -> (Sample, Option<Box<dyn Container>>) {
+    let start = Instant::now();
+    let mut sample = Sample {
+        platform: platform.name().to_owned(),
+        scenario: "echo".into(),
+        start_ns: start.duration_since(epoch).as_nanos() as u64,
+        cold: true,
+        action: action.name.clone(),
+        ..Sample::default()
+    };
+    let container = match platform.create(action) {
+        Ok(container) => container,
+        Err(error) => {
+            tracing::warn!(platform = platform.name(), %error, "cold start failed");
+            sample.latency_ns = start.elapsed().as_nanos() as u64;
+            return (sample, None);
+        }
+    };
+    sample.ready_ns = Some(start.elapsed().as_nanos() as u64);
+    sample.status = match container.run(&action.params(&serde_json::json!({}))) {
+        Ok(result) => result.status,
+        Err(error) => {
+            tracing::warn!(platform = platform.name(), %error, "first run failed");
+            0
+        }
+    };
+    sample.latency_ns = start.elapsed().as_nanos() as u64;
+    (sample, Some(container))
+}
 
 pub fn run(platform: &dyn Platform, ctx: &Context) -> anyhow::Result<Vec<Sample>> {
     let mut samples = Vec::new();
@@ -24,39 +60,15 @@ pub fn run(platform: &dyn Platform, ctx: &Context) -> anyhow::Result<Vec<Sample>
                 let handles: Vec<_> = (0..level)
                     .map(|client| {
                         let barrier = Arc::clone(&barrier);
-                        let action = ctx.action(platform, &format!("cold{}", next + client as u64), "echo");
+                        let action =
+                            ctx.action(platform, &format!("cold{}", next + client as u64), "echo");
                         scope.spawn(move || {
                             barrier.wait();
-                            let start = Instant::now();
-                            let mut sample = Sample {
-                                platform: platform.name().to_owned(),
-                                scenario: "echo".into(),
-                                level: level as u32,
-                                client: client as u32,
-                                seq: round as u64,
-                                start_ns: start.duration_since(ctx.epoch).as_nanos() as u64,
-                                cold: true,
-                                action: action.name.clone(),
-                                ..Sample::default()
-                            };
-                            let mut container = match platform.create(&action) {
-                                Ok(container) => container,
-                                Err(error) => {
-                                    tracing::warn!(platform = platform.name(), %error, "cold start failed");
-                                    sample.latency_ns = start.elapsed().as_nanos() as u64;
-                                    return (sample, None);
-                                }
-                            };
-                            sample.ready_ns = Some(start.elapsed().as_nanos() as u64);
-                            sample.status = match container.run(&action.params(&serde_json::json!({}))) {
-                                Ok(result) => result.status,
-                                Err(error) => {
-                                    tracing::warn!(platform = platform.name(), %error, "first run failed");
-                                    0
-                                }
-                            };
-                            sample.latency_ns = start.elapsed().as_nanos() as u64;
-                            (sample, Some(container))
+                            let (mut sample, container) = start(platform, &action, ctx.epoch);
+                            sample.level = level as u32;
+                            sample.client = client as u32;
+                            sample.seq = round as u64;
+                            (sample, container)
                         })
                     })
                     .collect();

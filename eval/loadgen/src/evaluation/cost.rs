@@ -2,7 +2,8 @@
 //! action (`hash` with one iteration), everything the platform runs counted: for the executor
 //! its whole process (HTTP, instantiation, the guest); for Docker the container's cgroup (the
 //! action proxy and the action process it starts) plus its containerd shim and the engine; for
-//! the native binary its process. Sequential activations from one client, after a warm-up.
+//! the native binary its process. Sequential activations from one client, after a warm-up;
+//! for the executor builds also their own mean /run duration (the warm path inside them).
 
 use std::time::{Duration, Instant};
 
@@ -10,7 +11,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::Context;
-use crate::{failures, platform::Platform};
+use crate::{failures, metrics::Phase, platform::Platform};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct CostRow {
@@ -20,6 +21,8 @@ pub struct CostRow {
     pub cpu_us: f64,
     /// Wall time per activation as the client saw it, µs.
     pub wall_us: f64,
+    /// Mean /run duration inside the executor, µs (executor builds: its run histogram).
+    pub executor_us: Option<f64>,
 }
 
 /// Activations before the measured ones.
@@ -28,7 +31,7 @@ const WARM_UP: usize = 20;
 pub fn measure(platform: &dyn Platform, ctx: &Context) -> anyhow::Result<CostRow> {
     let action = ctx.action(platform, "cost-hash", "hash");
     let params = action.params(&json!({"iterations": 1}));
-    let mut container = platform.create(&action)?;
+    let container = platform.create(&action)?;
     let n = ctx.sizes.cost_activations;
     let result = (|| {
         for _ in 0..WARM_UP {
@@ -39,6 +42,7 @@ pub fn measure(platform: &dyn Platform, ctx: &Context) -> anyhow::Result<CostRow
             platform.own_cpu_ns().unwrap_or(0) + c.cpu_ns().unwrap_or(0)
         };
         let before = cpu(&*container);
+        let runs_before = platform.executor_histogram(Phase::Run);
         let started = Instant::now();
         for _ in 0..n {
             let run = container.run(&params)?;
@@ -46,11 +50,16 @@ pub fn measure(platform: &dyn Platform, ctx: &Context) -> anyhow::Result<CostRow
         }
         let wall = started.elapsed();
         let used = cpu(&*container).saturating_sub(before);
+        let executor_us = match (runs_before, platform.executor_histogram(Phase::Run)) {
+            (Some(before), Some(after)) => after.mean_us_since(&before),
+            _ => None,
+        };
         Ok(CostRow {
             platform: platform.name().to_owned(),
             activations: n,
             cpu_us: used as f64 / n.max(1) as f64 / 1000.0,
             wall_us: wall.as_secs_f64() * 1e6 / n.max(1) as f64,
+            executor_us,
         })
     })();
     if let Err(error) = container.remove() {

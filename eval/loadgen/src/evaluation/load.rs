@@ -1,10 +1,9 @@
 //! Closed-loop load over containers a platform created: every client owns its containers (one
 //! activation per container at a time, as OpenWhisk schedules them) and, per request, picks
-//! one of them at random, from the start of a warm-up to the end of a measured window. An
-//! activation is measured when it completes inside the window (so throughput is completions
-//! per second of window even when one activation takes longer than the window); the others
-//! are recorded but flagged.
-
+//! one of them at random, from the start of a warm-up to the end of the measured windows (the
+//! level's repetitions). An activation is measured when it completes inside them (the others
+//! are recorded but flagged); each window's throughput counts every activation by the share of
+//! its duration inside the window.
 use std::{
     sync::{Condvar, Mutex},
     time::{Duration, Instant},
@@ -87,49 +86,110 @@ pub fn remove_sets(sets: Vec<ClientSet>) {
     }
 }
 
-/// Runs every client until `warmup + measured` (the last activations complete after it);
-/// clients start together. Client `i` uses
-/// `sets[i]`. Each sample is labelled with `platform`, `scenario` and `level`.
+/// How long a closed-loop level runs: a warm-up, then `windows` consecutive measured windows
+/// (the level's repetitions) of `window` each.
+#[derive(Debug, Clone, Copy)]
+pub struct Plan {
+    pub warmup: Duration,
+    pub window: Duration,
+    pub windows: u32,
+}
+
+impl Plan {
+    pub fn measured(&self) -> Duration {
+        self.window * self.windows
+    }
+}
+
+/// Platform, scenario and level of a part of an experiment, as in its samples.
+pub type LevelKey = (String, String, u32);
+
+/// One level of closed-loop load: every activation, and the rate of successful ones in each
+/// measured window.
+pub struct LevelRun {
+    pub key: LevelKey,
+    pub samples: Vec<Sample>,
+    pub rates: Vec<f64>,
+}
+
+/// Successful activations per second in each measured window of `plan` (the level began at
+/// `begun_ns`), every activation counted by the share of its duration that lies inside the
+/// window: a window holds fractions of the activations crossing its edges, so its rate does not
+/// jump by one activation per client with where the edges fall, however short the window is
+/// against an activation.
+pub fn window_rates(samples: &[Sample], begun_ns: u64, plan: &Plan) -> Vec<f64> {
+    let first = begun_ns + plan.warmup.as_nanos() as u64;
+    let width = plan.window.as_nanos() as u64;
+    (0..u64::from(plan.windows))
+        .map(|i| {
+            let (from, to) = (first + i * width, first + (i + 1) * width);
+            let inside: f64 = samples
+                .iter()
+                .filter(|s| s.ok())
+                .map(|s| {
+                    let overlap = s.end_ns().min(to).saturating_sub(s.start_ns.max(from));
+                    overlap as f64 / s.latency_ns.max(1) as f64
+                })
+                .sum();
+            inside / plan.window.as_secs_f64()
+        })
+        .collect()
+}
+
+/// What one client does in a closed loop: its next activation, timed, from its own state.
+pub trait Client: Send {
+    fn next(&mut self, rng: &mut StdRng, epoch: Instant) -> Sample;
+}
+
+impl Client for &mut ClientSet {
+    fn next(&mut self, rng: &mut StdRng, epoch: Instant) -> Sample {
+        let pick = rng.gen_range(0..self.containers.len());
+        let (action, container) = &self.containers[pick];
+        timed_run(action, container.as_ref(), epoch)
+    }
+}
+
+/// Runs every client until the end of `plan` (the last activations complete after it); clients
+/// start together. Each sample is labelled with `platform`, `scenario`, `level` and its client.
 #[allow(clippy::too_many_arguments)]
-pub fn closed_loop(
-    sets: &mut [ClientSet],
+pub fn closed_loop<C: Client>(
+    clients: Vec<C>,
     platform: &str,
     scenario: &str,
     level: u32,
-    warmup: Duration,
-    measured: Duration,
+    plan: Plan,
     epoch: Instant,
     seed: u64,
-) -> anyhow::Result<Vec<Sample>> {
+) -> anyhow::Result<LevelRun> {
     let gate = StartGate::default();
-    std::thread::scope(|scope| {
-        let spawned: anyhow::Result<Vec<_>> = sets
-            .iter_mut()
+    let begun = std::sync::OnceLock::new();
+    let samples: Vec<Sample> = std::thread::scope(|scope| {
+        let spawned: anyhow::Result<Vec<_>> = clients
+            .into_iter()
             .enumerate()
-            .map(|(index, set)| {
-                let gate = &gate;
+            .map(|(index, mut client)| {
+                let (gate, begun) = (&gate, &begun);
                 std::thread::Builder::new()
                     .stack_size(256 * 1024)
                     .spawn_scoped(scope, move || {
                         if !gate.wait() {
                             return Vec::new();
                         }
+                        let begun: Instant = *begun.get().expect("set before the gate opens");
                         let mut rng = StdRng::seed_from_u64(seed ^ index as u64);
-                        let begun = Instant::now();
                         let mut samples = Vec::new();
                         let mut seq = 0;
-                        while begun.elapsed() < warmup + measured {
-                            let pick = rng.gen_range(0..set.containers.len());
-                            let (action, container) = &mut set.containers[pick];
-                            let mut sample = timed_run(action, container.as_mut(), epoch);
+                        let end = plan.warmup + plan.measured();
+                        while begun.elapsed() < end {
+                            let mut sample = client.next(&mut rng, epoch);
                             sample.platform = platform.to_owned();
                             sample.scenario = scenario.to_owned();
                             sample.level = level;
                             sample.client = index as u32;
                             sample.seq = seq;
-                            // Measured: completed inside the window, however long it took.
+                            // Measured: completed inside the windows, however long it took.
                             let ended = begun.elapsed();
-                            sample.warmup = ended < warmup || ended > warmup + measured;
+                            sample.warmup = ended < plan.warmup || ended > end;
                             samples.push(sample);
                             seq += 1;
                         }
@@ -139,12 +199,24 @@ pub fn closed_loop(
             })
             .collect();
         // Every client starts together, or none does when one could not be started.
+        let _ = begun.set(Instant::now());
         gate.open(spawned.is_ok());
         let handles = spawned?;
-        Ok(failures::join_all(handles, "client")?
-            .into_iter()
-            .flatten()
-            .collect())
+        anyhow::Ok(
+            failures::join_all(handles, "client")?
+                .into_iter()
+                .flatten()
+                .collect(),
+        )
+    })?;
+    let begun_ns = begun
+        .get()
+        .map_or(0, |b| b.duration_since(epoch).as_nanos() as u64);
+    let rates = window_rates(&samples, begun_ns, &plan);
+    Ok(LevelRun {
+        key: (platform.to_owned(), scenario.to_owned(), level),
+        samples,
+        rates,
     })
 }
 
@@ -173,7 +245,7 @@ impl StartGate {
 }
 
 /// One activation on a warm container, timed; a failure below HTTP becomes status 0.
-pub fn timed_run(action: &Action, container: &mut dyn Container, epoch: Instant) -> Sample {
+pub fn timed_run(action: &Action, container: &dyn Container, epoch: Instant) -> Sample {
     let params = action.params(&serde_json::json!({}));
     let start = Instant::now();
     let status = match container.run(&params) {
@@ -204,5 +276,43 @@ pub fn pooled_run(invoker: &Invoker, action: &Action, start: Instant, epoch: Ins
         cold,
         action: action.name.clone(),
         ..Sample::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(start_ms: u64, end_ms: u64) -> Sample {
+        Sample {
+            status: 200,
+            start_ns: start_ms * 1_000_000,
+            latency_ns: (end_ms - start_ms) * 1_000_000,
+            ..Sample::default()
+        }
+    }
+
+    #[test]
+    fn window_rates_count_shares_of_activations() {
+        let plan = Plan {
+            warmup: Duration::from_millis(100),
+            window: Duration::from_millis(500),
+            windows: 2,
+        };
+        // Windows [100, 600) and [600, 1100) ms after 0. One activation inside the first, one
+        // half in each, one in the warm-up, one failed, one past the end.
+        let mut failed = ok(200, 300);
+        failed.status = 502;
+        let samples = [
+            ok(200, 300),
+            ok(500, 700),
+            ok(0, 90),
+            failed,
+            ok(1100, 1200),
+        ];
+        let rates = window_rates(&samples, 0, &plan);
+        assert_eq!(rates.len(), 2);
+        assert!((rates[0] - 1.5 / 0.5).abs() < 1e-9, "{rates:?}");
+        assert!((rates[1] - 0.5 / 0.5).abs() < 1e-9, "{rates:?}");
     }
 }

@@ -30,16 +30,26 @@ const MIB: f64 = 1024.0 * 1024.0;
 
 /// Creates `containers` warm containers of `hash.<variant>` (each run once) and measures.
 pub fn measure(platform: &dyn Platform, ctx: &Context, variant: &str) -> anyhow::Result<MemoryRow> {
+    measure_module(platform, ctx, &format!("hash.{variant}"), variant)
+}
+
+/// Creates `containers` warm containers of `module` (a build of `hash`, each run once) and
+/// measures; `variant` labels the row.
+pub fn measure_module(
+    platform: &dyn Platform,
+    ctx: &Context,
+    module: &str,
+    variant: &str,
+) -> anyhow::Result<MemoryRow> {
     let settle = || std::thread::sleep(Duration::from_millis(300));
     settle();
     let idle = platform.own_memory().unwrap_or(0);
     let n = ctx.sizes.memory_containers;
     let mut containers = Vec::new();
-    let module = format!("hash.{variant}");
     let mut result = Ok(());
     for k in 0..n {
-        let action = ctx.action(platform, &format!("mem-{variant}-{k}"), &module);
-        match platform.create(&action).and_then(|mut c| {
+        let action = ctx.action(platform, &format!("mem-{variant}-{k}"), module);
+        match platform.create(&action).and_then(|c| {
             let run = c.run(&action.params(&serde_json::json!({"iterations": 1000})))?;
             anyhow::ensure!(run.ok(), "hash answered {}", run.status);
             Ok(c)

@@ -49,8 +49,8 @@ pub fn run(platform: &dyn Platform, ctx: &Context) -> anyhow::Result<Vec<Sample>
                     let mut seq = 0;
                     while !containers.is_empty() && begun.elapsed() < end {
                         let pick = rng.gen_range(0..containers.len());
-                        let (action, container) = &mut containers[pick];
-                        let mut sample = load::timed_run(action, container.as_mut(), ctx.epoch);
+                        let (action, container) = &containers[pick];
+                        let mut sample = load::timed_run(action, container.as_ref(), ctx.epoch);
                         sample.seq = seq;
                         samples.push(sample);
                         seq += 1;

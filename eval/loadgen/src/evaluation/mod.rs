@@ -3,11 +3,15 @@
 //! after the other in one run, and everything lands as CSV records plus a summary of ratios.
 
 mod access;
+mod capacity;
 mod cold;
+mod cold_rate;
 mod cost;
+mod init;
 mod load;
 mod memory;
 mod mixed;
+mod progress;
 mod realistic;
 pub mod sample;
 mod summary;
@@ -27,6 +31,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::{
+    affinity::{self, Pinning},
     failures,
     platform::{
         Action, Platform,
@@ -37,6 +42,8 @@ use crate::{
     report::{Machine, Start},
     server,
 };
+use load::{LevelKey, LevelRun, Plan};
+use progress::Progress;
 use sample::Sample;
 use throughput::Workload;
 
@@ -49,11 +56,13 @@ pub struct EvaluateArgs {
     /// needs --executor-<name>), `docker` (the baseline) and `native` (the binary bare).
     #[arg(long, value_delimiter = ',', default_value = "wasmtime,docker,native")]
     platforms: Vec<String>,
-    /// Experiments to run: cold, io, cpu, mixed, realistic, access, memory, threading, cost.
+    /// Experiments to run: cold, cold-rate, io, cpu, mixed, realistic, capacity, access,
+    /// memory, threading, cost, init (init on executor builds only; capacity and memory not on
+    /// native).
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "cold,io,cpu,mixed,realistic,access,memory,threading,cost"
+        default_value = "cold,cold-rate,io,cpu,mixed,realistic,capacity,access,memory,threading,cost,init"
     )]
     experiments: Vec<String>,
     #[arg(long, default_value = "target/release/wasm-executor-wasmtime")]
@@ -88,9 +97,28 @@ pub struct EvaluateArgs {
     /// Clients per level of experiment 2 (I/O-bound).
     #[arg(long, value_delimiter = ',')]
     io_levels: Option<Vec<usize>>,
-    /// Seconds measured per closed-loop level.
+    /// Seconds of each measured window of a closed-loop level.
     #[arg(long)]
     level_secs: Option<f64>,
+    /// Measured windows per closed-loop level (its repetitions: their rates give the mean and
+    /// its 95 % confidence interval).
+    #[arg(long)]
+    repetitions: Option<u32>,
+    /// CPUs of the load generator (`taskset` list, e.g. `3` or `6-7`); with --platform-cpus.
+    /// Default: the last quarter of the CPUs on machines with 4 or more, none on smaller ones.
+    #[arg(long, requires = "platform_cpus")]
+    loadgen_cpus: Option<String>,
+    /// CPUs of the measured platforms: executors, Docker's engine and containers, native
+    /// processes (e.g. `0-2`).
+    #[arg(long, requires = "loadgen_cpus")]
+    platform_cpus: Option<String>,
+    /// No pinning, whatever the machine.
+    #[arg(long, conflicts_with_all = ["loadgen_cpus", "platform_cpus"])]
+    no_pinning: bool,
+    /// The capacity experiment's latency target: a rate is sustained while the p99 stays
+    /// within it (ms).
+    #[arg(long)]
+    p99_target_ms: Option<f64>,
     /// Fail the run (after every result is written) when more than this percentage of an
     /// experiment's activations on one platform failed, cold starts included. 0 fails on any
     /// failed activation. A panicked client thread, or a container that could not be removed,
@@ -105,15 +133,30 @@ pub struct Sizes {
     pub cold_levels: Vec<usize>,
     /// Cold starts per level (levels below it are repeated).
     pub cold_samples: usize,
+    /// Closed-loop clients per level of the cold starts at saturation.
+    pub cold_rate_levels: Vec<usize>,
+    /// Their warm-up: long enough for Docker's slowest cold start at the highest level.
+    pub cold_rate_warmup_secs: f64,
     pub io_levels: Vec<usize>,
     pub cpu_levels: Vec<usize>,
     pub warmup_secs: f64,
+    /// One measured window of a closed-loop level.
     pub level_secs: f64,
+    /// Measured windows per closed-loop level.
+    pub repetitions: u32,
     pub mixed_clients: usize,
     pub mixed_interval_secs: f64,
     pub mixed_hold_secs: f64,
     pub realistic_rate: f64,
     pub realistic_secs: f64,
+    /// The actions' concurrency limits the realistic workload runs with (OpenWhisk's
+    /// `limits.concurrency`: activations one container runs at once).
+    pub realistic_limits: Vec<usize>,
+    /// Arrival rates (per second) of the capacity experiment, each for `capacity_secs`.
+    pub capacity_rates: Vec<f64>,
+    pub capacity_secs: f64,
+    /// A rate is sustained while the p99 latency stays within this (ms).
+    pub capacity_p99_ms: f64,
     pub realistic_idle_secs: f64,
     pub access_clients: usize,
     pub access_requests: usize,
@@ -122,6 +165,10 @@ pub struct Sizes {
     pub threading_secs: f64,
     /// Sequential warm activations measured per platform in the platform-cost experiment.
     pub cost_activations: usize,
+    /// Timed /inits per scenario of the /init experiment.
+    pub inits: usize,
+    /// Compiling /inits (a new executor each).
+    pub compile_inits: usize,
 }
 
 impl Sizes {
@@ -129,22 +176,31 @@ impl Sizes {
         Sizes {
             cold_levels: vec![1, 2, 4, 8, 12, 16, 20, 24, 28, 32],
             cold_samples: 16,
+            cold_rate_levels: vec![1, 2, 4, 8, 16, 32],
+            cold_rate_warmup_secs: 4.0,
             io_levels: vec![1, 4, 16, 64, 128, 256],
             cpu_levels: (1..=2 * cores).collect(),
             warmup_secs: 1.0,
-            level_secs: 5.0,
+            level_secs: 2.0,
+            repetitions: 5,
             mixed_clients: 16,
             mixed_interval_secs: 2.0,
             mixed_hold_secs: 20.0,
             realistic_rate: 5.0,
-            realistic_secs: 90.0,
+            realistic_secs: 60.0,
+            realistic_limits: vec![1, 3, 10],
+            capacity_rates: vec![2.0, 5.0, 10.0, 20.0, 40.0],
+            capacity_secs: 30.0,
+            capacity_p99_ms: 1000.0,
             realistic_idle_secs: 30.0,
             access_clients: 16,
             access_requests: 20,
             memory_containers: 16,
             threading_levels: vec![1, 4, 16, 64],
-            threading_secs: 5.0,
+            threading_secs: 2.0,
             cost_activations: 2000,
+            inits: 50,
+            compile_inits: 5,
         }
     }
 
@@ -152,30 +208,41 @@ impl Sizes {
         Sizes {
             cold_levels: vec![1, 2],
             cold_samples: 2,
+            cold_rate_levels: vec![2],
+            cold_rate_warmup_secs: 0.2,
             io_levels: vec![1, 4],
             cpu_levels: vec![1, 2],
             warmup_secs: 0.2,
-            level_secs: 0.6,
+            level_secs: 0.3,
+            repetitions: 2,
             mixed_clients: 2,
             mixed_interval_secs: 0.3,
             mixed_hold_secs: 1.0,
             realistic_rate: 4.0,
             realistic_secs: 2.0,
+            realistic_limits: vec![1, 3],
+            capacity_rates: vec![4.0],
+            capacity_secs: 1.0,
+            capacity_p99_ms: 1000.0,
             realistic_idle_secs: 1.0,
             access_clients: 2,
             access_requests: 2,
             memory_containers: 2,
             threading_levels: vec![2],
-            threading_secs: 0.6,
+            threading_secs: 0.3,
             cost_activations: 20,
+            inits: 3,
+            compile_inits: 1,
         }
     }
 
-    fn window(&self, secs: f64) -> (Duration, Duration) {
-        (
-            Duration::from_secs_f64(self.warmup_secs),
-            Duration::from_secs_f64(secs),
-        )
+    /// A closed-loop level: the warm-up, then `repetitions` windows of `window_secs`.
+    fn plan(&self, warmup_secs: f64, window_secs: f64) -> Plan {
+        Plan {
+            warmup: Duration::from_secs_f64(warmup_secs),
+            window: Duration::from_secs_f64(window_secs),
+            windows: self.repetitions.max(1),
+        }
     }
 }
 
@@ -204,11 +271,21 @@ impl Context {
 #[derive(Default)]
 pub struct Results {
     pub samples: Vec<(&'static str, Vec<Sample>)>,
+    /// The rate in each measured window of every closed-loop level, by experiment and the
+    /// level's platform, scenario and level.
+    pub rates: BTreeMap<(&'static str, LevelKey), Vec<f64>>,
     pub memory: Vec<memory::MemoryRow>,
     pub cost: Vec<cost::CostRow>,
+    pub init: Vec<init::InitRow>,
+    pub capacity: Vec<capacity::CapacityRow>,
 }
 
 impl Results {
+    fn add_level(&mut self, experiment: &'static str, run: LevelRun) {
+        self.rates.insert((experiment, run.key), run.rates);
+        self.add(experiment, run.samples);
+    }
+
     fn add(&mut self, experiment: &'static str, mut samples: Vec<Sample>) {
         match self.samples.iter_mut().find(|(e, _)| *e == experiment) {
             Some((_, all)) => all.append(&mut samples),
@@ -225,6 +302,16 @@ impl Results {
 }
 
 const WASM_RUNTIMES: [&str; 3] = ["wasmtime", "wasmer", "wamr"];
+
+/// The `--guest-execution` modes the threading experiment compares on `runtime`: async
+/// execution (guests on their requests' tasks) exists in the wasmtime build only.
+fn threading_modes(runtime: &str) -> &'static [&'static str] {
+    if runtime == "wasmtime" {
+        &["async", "pool", "blocking-worker"]
+    } else {
+        &["pool", "blocking-worker"]
+    }
+}
 
 pub fn run(args: &EvaluateArgs) -> anyhow::Result<()> {
     let start = Start::now();
@@ -244,12 +331,37 @@ pub fn run(args: &EvaluateArgs) -> anyhow::Result<()> {
     if let Some(secs) = args.level_secs {
         sizes.level_secs = secs;
     }
+    if let Some(repetitions) = args.repetitions {
+        sizes.repetitions = repetitions;
+    }
+    if let Some(target) = args.p99_target_ms {
+        sizes.capacity_p99_ms = target;
+    }
     for platform in &args.platforms {
         if !WASM_RUNTIMES.contains(&platform.as_str())
             && !["docker", "native"].contains(&platform.as_str())
         {
             bail!("unknown platform {platform}");
         }
+    }
+    let pinning = match (&args.loadgen_cpus, &args.platform_cpus) {
+        _ if args.no_pinning => None,
+        (Some(loadgen), Some(platforms)) => Some(Pinning {
+            loadgen: affinity::parse_list(loadgen)?,
+            platforms: affinity::parse_list(platforms)?,
+        }),
+        _ => Pinning::automatic(cores),
+    };
+    match &pinning {
+        // Before any thread or process is started, so that all of them follow.
+        Some(pinning) => {
+            pinning.apply()?;
+            tracing::info!(loadgen = ?pinning.loadgen, platforms = ?pinning.platforms, "CPUs pinned");
+        }
+        None => tracing::info!(
+            cores,
+            "no CPU pinning: load generator and platforms share every CPU"
+        ),
     }
     let wants = |e: &str| args.experiments.iter().any(|x| x == e);
     let scratch = args.scratch.clone().unwrap_or_else(|| {
@@ -300,65 +412,98 @@ pub fn run(args: &EvaluateArgs) -> anyhow::Result<()> {
             )?),
         });
     }
-    let w = |secs| ctx.sizes.window(secs);
+    let sizes = ctx.sizes.clone();
+    let level_plan = sizes.plan(sizes.warmup_secs, sizes.level_secs);
+    let names: Vec<&str> = args.platforms.iter().map(String::as_str).collect();
+    let mut progress = Progress::new(&names, &sizes, &wants);
     let mut results = Results::default();
     for p in &platforms {
         if wants("cold") {
+            progress.step("cold", p.name());
             results.add("cold", cold::run(&**p, &ctx)?);
         }
     }
     for p in &platforms {
+        if wants("cold-rate") {
+            progress.step("cold-rate", p.name());
+            let plan = sizes.plan(sizes.cold_rate_warmup_secs, sizes.level_secs);
+            cold_rate::run(&**p, &ctx, plan, &mut results)?;
+        }
+    }
+    for p in &platforms {
         if wants("io") {
-            let levels = ctx.sizes.io_levels.clone();
-            let samples = throughput::run(
+            progress.step("io", p.name());
+            let levels = &sizes.io_levels;
+            let label = ("io", "io");
+            throughput::run(
                 &**p,
                 &ctx,
                 Workload::Io,
-                &levels,
-                "io",
-                w(ctx.sizes.level_secs),
+                levels,
+                label,
+                level_plan,
+                &mut results,
             )?;
-            results.add("io", samples);
         }
     }
     if wants("cpu") {
-        for level in ctx.sizes.cpu_levels.clone() {
+        for &level in &sizes.cpu_levels {
             for p in &platforms {
-                let samples = throughput::run(
+                progress.step("cpu", &format!("{} at {level} clients", p.name()));
+                let label = ("cpu", "cpu");
+                throughput::run(
                     &**p,
                     &ctx,
                     Workload::Cpu,
                     &[level],
-                    "cpu",
-                    w(ctx.sizes.level_secs),
+                    label,
+                    level_plan,
+                    &mut results,
                 )?;
-                results.add("cpu", samples);
             }
         }
     }
     for p in &platforms {
         if wants("mixed") {
+            progress.step("mixed", p.name());
             results.add("mixed", mixed::run(&**p, &ctx)?);
         }
     }
     for p in &platforms {
         if wants("realistic") {
-            results.add("realistic", realistic::run(Arc::clone(p), &ctx)?);
+            for &limit in &sizes.realistic_limits {
+                progress.step(
+                    "realistic",
+                    &format!("{} at concurrency limit {limit}", p.name()),
+                );
+                results.add("realistic", realistic::run(Arc::clone(p), &ctx, limit)?);
+            }
+        }
+    }
+    for p in &platforms {
+        if wants("capacity") && p.name() != "native" {
+            progress.step("capacity", p.name());
+            let (samples, row) = capacity::run(Arc::clone(p), &ctx)?;
+            results.add("capacity", samples);
+            results.capacity.push(row);
         }
     }
     for p in &platforms {
         if wants("access") {
+            progress.step("access", p.name());
             results.add("access", access::run(Arc::clone(p), &ctx)?);
         }
     }
     for p in &platforms {
         if wants("cost") {
+            progress.step("cost", p.name());
             results.cost.push(cost::measure(&**p, &ctx)?);
         }
     }
     drop(platforms);
     for name in &args.platforms {
         if wants("memory") && name != "native" {
+            progress.step("memory", name);
             for variant in memory::VARIANTS {
                 let module = format!("hash.{variant}");
                 let row = if name == "docker" {
@@ -375,14 +520,9 @@ pub fn run(args: &EvaluateArgs) -> anyhow::Result<()> {
             }
         }
         if wants("threading") && WASM_RUNTIMES.contains(&name.as_str()) {
-            // Async execution (guests on their requests' tasks) exists in the wasmtime build only.
-            let modes: &[&str] = if name == "wasmtime" {
-                &["async", "pool", "blocking-worker"]
-            } else {
-                &["pool", "blocking-worker"]
-            };
-            for &mode in modes {
+            for &mode in threading_modes(name) {
                 let label = format!("{name}-{mode}");
+                progress.step("threading", &label);
                 let platform = start_wasm(
                     args,
                     &scratch,
@@ -391,19 +531,30 @@ pub fn run(args: &EvaluateArgs) -> anyhow::Result<()> {
                     &["hash", "net"],
                     &["--guest-execution", mode],
                 )?;
+                let plan = sizes.plan(sizes.warmup_secs, sizes.threading_secs);
                 for workload in [Workload::Cpu, Workload::Io, Workload::Mixed] {
-                    let levels = ctx.sizes.threading_levels.clone();
-                    let samples = throughput::run(
-                        &platform,
-                        &ctx,
-                        workload,
-                        &levels,
-                        workload.label(),
-                        w(ctx.sizes.threading_secs),
-                    )?;
-                    results.add("threading", samples);
+                    let levels = &sizes.threading_levels;
+                    let label = ("threading", workload.label());
+                    throughput::run(&platform, &ctx, workload, levels, label, plan, &mut results)?;
                 }
             }
+        }
+        if wants("init") && WASM_RUNTIMES.contains(&name.as_str()) {
+            progress.step("init", name);
+            let platform = start_wasm(args, &scratch, name, name, &[init::MODULE], &[])?;
+            let fresh = |i: usize| {
+                start_wasm(
+                    args,
+                    &scratch,
+                    &format!("{name}-compile{i}"),
+                    name,
+                    &[],
+                    &[],
+                )
+            };
+            let (samples, rows) = init::run(&platform, &fresh, &ctx)?;
+            results.add("init", samples);
+            results.init.extend(rows);
         }
     }
     drop(delay);
@@ -421,15 +572,18 @@ pub fn run(args: &EvaluateArgs) -> anyhow::Result<()> {
         "machine": machine,
         "sizes": ctx.sizes,
         "platforms": args.platforms,
+        "pinning": pinning,
         "summary": summary,
         "memory": results.memory,
         "cost": results.cost,
+        "init": results.init,
+        "capacity": results.capacity,
     });
     std::fs::write(
         args.out.join("summary.json"),
         serde_json::to_string_pretty(&report)? + "\n",
     )?;
-    let markdown = summary.markdown(&results.memory, &results.cost);
+    let markdown = summary.markdown(&results);
     std::fs::write(args.out.join("summary.md"), &markdown)?;
     if args.scratch.is_none() {
         let _ = std::fs::remove_dir_all(&scratch);
@@ -437,9 +591,23 @@ pub fn run(args: &EvaluateArgs) -> anyhow::Result<()> {
     tracing::info!(out = %args.out.display(), seconds = started.elapsed().as_secs(), "evaluation done");
     print!("{markdown}");
     let mut expected = Vec::new();
-    for experiment in ["cold", "io", "cpu", "mixed", "realistic", "access"] {
+    for experiment in [
+        "cold",
+        "cold-rate",
+        "io",
+        "cpu",
+        "mixed",
+        "realistic",
+        "access",
+    ] {
         if wants(experiment) {
-            expected.extend(args.platforms.iter().map(|p| (experiment, p.as_str())));
+            let runs_on = |p: &&String| experiment != "capacity" || p.as_str() != "native";
+            expected.extend(
+                args.platforms
+                    .iter()
+                    .filter(runs_on)
+                    .map(|p| (experiment, p.as_str())),
+            );
         }
     }
     check_failures(&results, &expected, args.max_error_pct)

@@ -1,8 +1,9 @@
 //! Experiment 5, the Azure-derived workload: open-loop Poisson arrivals; 90 % go to two hot
 //! actions, 10 % to one of 60 rare ones; half of the actions are CPU-bound (`hash`), half
 //! I/O-bound (`net`); an OpenWhisk-like pool (1024 MB of user memory, 256 MB containers,
-//! idle eviction) in front of the platform. Latency counts from the scheduled arrival, so a
-//! slow platform cannot slow the load down.
+//! idle eviction) in front of the platform, once per concurrency limit of the actions (the
+//! activations one container runs at once: the samples' level). Latency counts from the
+//! scheduled arrival, so a slow platform cannot slow the load down.
 
 use std::{
     sync::Arc,
@@ -35,21 +36,54 @@ pub fn actions(platform: &dyn Platform, ctx: &Context) -> (Vec<Action>, Vec<Acti
     (hot, rare)
 }
 
-pub fn run(platform: Arc<dyn Platform>, ctx: &Context) -> anyhow::Result<Vec<Sample>> {
+/// The workload through OpenWhisk's default pool with the actions' concurrency `limit` (the
+/// samples' level).
+pub fn run(
+    platform: Arc<dyn Platform>,
+    ctx: &Context,
+    limit: usize,
+) -> anyhow::Result<Vec<Sample>> {
     let sizes = &ctx.sizes;
+    let config = PoolConfig {
+        concurrency: limit,
+        ..PoolConfig::openwhisk(Duration::from_secs_f64(sizes.realistic_idle_secs))
+    };
+    let spec = Load {
+        scenario: "realistic",
+        level: limit as u32,
+        rate: sizes.realistic_rate,
+        duration: Duration::from_secs_f64(sizes.realistic_secs),
+    };
+    drive(platform, ctx, config, &spec)
+}
+
+/// One run of the workload.
+pub struct Load {
+    pub scenario: &'static str,
+    /// The samples' level.
+    pub level: u32,
+    /// Mean arrivals per second.
+    pub rate: f64,
+    pub duration: Duration,
+}
+
+/// Drives `spec` through a pool configured as `config` in front of `platform`.
+pub fn drive(
+    platform: Arc<dyn Platform>,
+    ctx: &Context,
+    config: PoolConfig,
+    spec: &Load,
+) -> anyhow::Result<Vec<Sample>> {
     let (hot, rare) = actions(&*platform, ctx);
     let name = platform.name().to_owned();
-    let invoker = Invoker::start(
-        Arc::clone(&platform),
-        PoolConfig::openwhisk(Duration::from_secs_f64(sizes.realistic_idle_secs)),
-    );
+    let invoker = Invoker::start(Arc::clone(&platform), config);
     let mut rng = StdRng::seed_from_u64(42);
-    let duration = Duration::from_secs_f64(sizes.realistic_secs);
+    let duration = spec.duration;
     // Arrival times and targets, drawn up front so every platform gets the same sequence.
     let mut arrivals = Vec::new();
     let mut at = 0.0f64;
     loop {
-        at += -(1.0 - rng.r#gen::<f64>()).ln() / sizes.realistic_rate;
+        at += -(1.0 - rng.r#gen::<f64>()).ln() / spec.rate;
         if at >= duration.as_secs_f64() {
             break;
         }
@@ -60,7 +94,7 @@ pub fn run(platform: Arc<dyn Platform>, ctx: &Context) -> anyhow::Result<Vec<Sam
         };
         arrivals.push((Duration::from_secs_f64(at), action));
     }
-    tracing::info!(platform = %name, requests = arrivals.len(), "realistic workload");
+    tracing::info!(platform = %name, requests = arrivals.len(), scenario = spec.scenario, "realistic workload");
     let begun = Instant::now();
     let samples = std::thread::scope(|scope| {
         let mut handles = Vec::new();
@@ -72,7 +106,8 @@ pub fn run(platform: Arc<dyn Platform>, ctx: &Context) -> anyhow::Result<Vec<Sam
             let spawned = std::thread::Builder::new()
                 .stack_size(256 * 1024)
                 .spawn_scoped(scope, move || Sample {
-                    scenario: "realistic".into(),
+                    scenario: spec.scenario.into(),
+                    level: spec.level,
                     seq: seq as u64,
                     ..load::pooled_run(&invoker, &action, begun + offset, ctx.epoch)
                 });
@@ -82,7 +117,8 @@ pub fn run(platform: Arc<dyn Platform>, ctx: &Context) -> anyhow::Result<Vec<Sam
                     // A request that was never sent is a failed activation (status 0).
                     tracing::error!(%error, "could not start a request thread");
                     unstarted.push(Sample {
-                        scenario: "realistic".into(),
+                        scenario: spec.scenario.into(),
+                        level: spec.level,
                         seq: seq as u64,
                         start_ns: (begun + offset).duration_since(ctx.epoch).as_nanos() as u64,
                         platform: name.clone(),

@@ -3,6 +3,8 @@
 
 use std::{io::Write, path::Path};
 
+use anyhow::Context;
+
 #[derive(Debug, Clone, Default)]
 pub struct Sample {
     pub platform: String,
@@ -41,7 +43,7 @@ impl Sample {
 
 /// Writes `samples` to `path` as CSV (gzipped if the name ends in `.gz`).
 pub fn write_csv(path: &Path, samples: &[Sample]) -> anyhow::Result<()> {
-    crate::record::write_file(path, |out| write_rows(out, samples))
+    write_file(path, |out| write_rows(out, samples))
 }
 
 fn write_rows(out: &mut dyn Write, samples: &[Sample]) -> std::io::Result<()> {
@@ -68,4 +70,22 @@ fn write_rows(out: &mut dyn Write, samples: &[Sample]) -> std::io::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// Creates or replaces `path` with what `rows` writes, gzipped if the name ends in `.gz`.
+pub fn write_file(
+    path: &Path,
+    rows: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
+    let file =
+        std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let file = std::io::BufWriter::new(file);
+    let written = if path.extension().is_some_and(|e| e == "gz") {
+        let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
+        rows(&mut gz).and_then(|()| gz.finish()?.flush())
+    } else {
+        let mut out = file;
+        rows(&mut out).and_then(|()| out.flush())
+    };
+    written.with_context(|| format!("writing {}", path.display()))
 }

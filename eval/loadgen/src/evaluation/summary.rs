@@ -6,7 +6,7 @@ use std::{collections::BTreeMap, fmt::Write};
 
 use serde::Serialize;
 
-use super::{Context, cost::CostRow, memory::MemoryRow, mixed, sample::Sample};
+use super::{Context, init, mixed, sample::Sample};
 use crate::stats;
 
 #[derive(Debug, Clone, Serialize)]
@@ -17,9 +17,16 @@ pub struct Cell {
     pub requests: usize,
     pub errors: usize,
     pub cold: usize,
-    /// Successful measured activations per second.
+    /// Successful measured activations per second: the mean over the level's measured windows
+    /// for closed-loop load, over the whole run for open-loop load.
     pub rate: Option<f64>,
+    /// Half-width of the rate's 95 % confidence interval over the windows.
+    pub rate_ci95: Option<f64>,
+    /// The rate in each measured window.
+    pub window_rates: Vec<f64>,
     pub p50_ms: Option<f64>,
+    /// 95 % confidence interval of the median latency (order statistics).
+    pub p50_ci95_ms: Option<(f64, f64)>,
     pub p90_ms: Option<f64>,
     pub p99_ms: Option<f64>,
     pub mean_ms: Option<f64>,
@@ -31,17 +38,49 @@ pub struct Cell {
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
     pub platforms: Vec<String>,
+    pub capacity_p99_ms: f64,
     pub cells: BTreeMap<String, Vec<Cell>>,
     pub mixed_plateau: BTreeMap<String, f64>,
 }
 
+/// How a cell's rate is known.
+#[derive(Clone, Copy)]
+enum Rate<'a> {
+    /// Closed-loop levels: the rate of each measured window, by platform, scenario and level.
+    Windows(&'a super::Results, &'static str),
+    /// Open-loop load: successful activations over this many seconds.
+    Span(f64),
+    None,
+}
+
 /// Statistics of the measured samples of one platform, scenario and level.
-fn cell(samples: &[&Sample], window_secs: Option<f64>) -> Option<Cell> {
+fn cell(samples: &[&Sample], rate: Rate) -> Option<Cell> {
     let first = samples.first()?;
     let measured: Vec<&&Sample> = samples.iter().filter(|s| !s.warmup).collect();
     let ok: Vec<&&Sample> = measured.iter().copied().filter(|s| s.ok()).collect();
-    let latency = stats::Summary::of_ns(ok.iter().map(|s| s.latency_ns));
+    let mut sorted: Vec<u64> = ok.iter().map(|s| s.latency_ns).collect();
+    sorted.sort_unstable();
+    let latency = stats::Summary::of_ns(sorted.iter().copied());
     let ready = stats::Summary::of_ns(measured.iter().filter_map(|s| s.ready_ns));
+    let window_rates = match rate {
+        Rate::Windows(results, experiment) => results
+            .rates
+            .get(&(
+                experiment,
+                (first.platform.clone(), first.scenario.clone(), first.level),
+            ))
+            .cloned()
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    let (rate, rate_ci95) = match rate {
+        Rate::Windows(..) => {
+            stats::mean_ci95(&window_rates).map_or((None, None), |(m, h)| (Some(m), h))
+        }
+        Rate::Span(secs) => (Some(ok.len() as f64 / secs), None),
+        Rate::None => (None, None),
+    };
+    let ms = |ns: u64| ns as f64 / 1e6;
     Some(Cell {
         platform: first.platform.clone(),
         scenario: first.scenario.clone(),
@@ -49,8 +88,11 @@ fn cell(samples: &[&Sample], window_secs: Option<f64>) -> Option<Cell> {
         requests: measured.len(),
         errors: measured.len() - ok.len(),
         cold: measured.iter().filter(|s| s.cold).count(),
-        rate: window_secs.map(|w| ok.len() as f64 / w),
+        rate,
+        rate_ci95,
+        window_rates,
         p50_ms: latency.as_ref().map(|l| l.p50_us / 1e3),
+        p50_ci95_ms: stats::median_ci95(&sorted).map(|(lo, hi)| (ms(lo), ms(hi))),
         p90_ms: latency.as_ref().map(|l| l.p90_us / 1e3),
         p99_ms: latency.as_ref().map(|l| l.p99_us / 1e3),
         mean_ms: latency.as_ref().map(|l| l.mean_us / 1e3),
@@ -60,41 +102,35 @@ fn cell(samples: &[&Sample], window_secs: Option<f64>) -> Option<Cell> {
 }
 
 /// Cells by (platform, scenario, level), in the order platforms ran.
-fn cells(samples: &[Sample], window_secs: Option<f64>) -> Vec<Cell> {
+fn cells(results: &super::Results, experiment: &'static str, rate: Rate) -> Vec<Cell> {
     let mut groups: BTreeMap<(String, String, u32), Vec<&Sample>> = BTreeMap::new();
-    for s in samples {
+    for s in results.of(experiment) {
         groups
             .entry((s.platform.clone(), s.scenario.clone(), s.level))
             .or_default()
             .push(s);
     }
-    groups
-        .values()
-        .filter_map(|g| cell(g, window_secs))
-        .collect()
+    groups.values().filter_map(|g| cell(g, rate)).collect()
 }
 
 impl Summary {
     pub fn of(results: &super::Results, ctx: &Context, platforms: &[String]) -> Summary {
         let sizes = &ctx.sizes;
         let mut all = BTreeMap::new();
-        all.insert("cold".to_owned(), cells(results.of("cold"), None));
-        all.insert(
-            "io".to_owned(),
-            cells(results.of("io"), Some(sizes.level_secs)),
-        );
-        all.insert(
-            "cpu".to_owned(),
-            cells(results.of("cpu"), Some(sizes.level_secs)),
-        );
+        for experiment in ["cold-rate", "io", "cpu", "threading"] {
+            let rate = Rate::Windows(results, experiment);
+            all.insert(experiment.to_owned(), cells(results, experiment, rate));
+        }
+        for experiment in ["cold", "access"] {
+            all.insert(
+                experiment.to_owned(),
+                cells(results, experiment, Rate::None),
+            );
+        }
+        let realistic = Rate::Span(sizes.realistic_secs);
         all.insert(
             "realistic".to_owned(),
-            cells(results.of("realistic"), Some(sizes.realistic_secs)),
-        );
-        all.insert("access".to_owned(), cells(results.of("access"), None));
-        all.insert(
-            "threading".to_owned(),
-            cells(results.of("threading"), Some(sizes.threading_secs)),
+            cells(results, "realistic", realistic),
         );
         let mut mixed_plateau = BTreeMap::new();
         for platform in platforms {
@@ -110,6 +146,7 @@ impl Summary {
         }
         Summary {
             platforms: platforms.to_vec(),
+            capacity_p99_ms: sizes.capacity_p99_ms,
             cells: all,
             mixed_plateau,
         }
@@ -139,7 +176,8 @@ impl Summary {
         levels
     }
 
-    pub fn markdown(&self, memory: &[MemoryRow], cost: &[CostRow]) -> String {
+    pub fn markdown(&self, results: &super::Results) -> String {
+        let (memory, cost) = (&results.memory, &results.cost);
         let mut md = String::new();
         let wasm: Vec<&String> = self
             .platforms
@@ -156,7 +194,7 @@ impl Summary {
         if self.has("cold") {
             let _ = writeln!(
                 md,
-                "## 1. Cold start (echo): p50 ready / p50 first result / p99 first result, ms\n"
+                "## 1. Cold start (echo): p50 ready / p50 first result [its 95 % CI] / p99 first result, ms\n"
             );
             let _ = write!(md, "| i |");
             for p in &self.platforms {
@@ -178,15 +216,12 @@ impl Summary {
                         Some(c) => {
                             let _ = write!(
                                 md,
-                                " {} / {} / {}{} |",
+                                " {} / {}{} / {}{} |",
                                 opt(c.ready_p50_ms),
                                 opt(c.p50_ms),
+                                median_ci(c),
                                 opt(c.p99_ms),
-                                if c.errors > 0 {
-                                    format!(" ({} failed)", c.errors)
-                                } else {
-                                    String::new()
-                                }
+                                failed(c)
                             );
                         }
                         None => md.push_str(" – |"),
@@ -207,6 +242,64 @@ impl Summary {
             }
         }
 
+        // 10. Cold starts at saturation (next to experiment 1 in the report).
+        if self.has("cold-rate") {
+            let _ = writeln!(
+                md,
+                "\n## 10. Cold starts per second at saturation (echo, a new action each): cold starts/s ± 95 % CI over {} windows (p50 first result ms)\n",
+                self.windows("cold-rate")
+            );
+            let _ = write!(md, "| clients |");
+            for p in &self.platforms {
+                let _ = write!(md, " {p} |");
+            }
+            for p in &wasm {
+                let _ = write!(md, " {p} / docker |");
+            }
+            let _ = writeln!(
+                md,
+                "\n|---|{}",
+                "---|".repeat(self.platforms.len() + wasm.len())
+            );
+            let rate = |p: &str, level: u32| {
+                self.find("cold-rate", p, "echo", level)
+                    .and_then(|c| c.rate)
+            };
+            let levels = self.levels("cold-rate", "echo");
+            for &level in &levels {
+                let _ = write!(md, "| {level} |");
+                for p in &self.platforms {
+                    match self.find("cold-rate", p, "echo", level) {
+                        Some(c) => {
+                            let _ =
+                                write!(md, " {} ({}){} |", rate_ci(c), opt(c.p50_ms), failed(c));
+                        }
+                        None => md.push_str(" – |"),
+                    }
+                }
+                for p in &wasm {
+                    let _ = write!(md, " {} |", ratio(rate(p, level), rate("docker", level)));
+                }
+                let _ = writeln!(md);
+            }
+            let peak = |p: &str| {
+                levels
+                    .iter()
+                    .filter_map(|&l| rate(p, l))
+                    .fold(None, |best: Option<f64>, r| {
+                        Some(best.map_or(r, |b| b.max(r)))
+                    })
+            };
+            let _ = write!(md, "| **peak** |");
+            for p in &self.platforms {
+                let _ = write!(md, " **{}** |", opt(peak(p)));
+            }
+            for p in &wasm {
+                let _ = write!(md, " **{}** |", ratio(peak(p), peak("docker")));
+            }
+            let _ = writeln!(md);
+        }
+
         // 2, 3. Closed-loop throughput.
         for (experiment, title) in [
             ("io", "2. I/O-bound (net, 300 ms server)"),
@@ -215,7 +308,11 @@ impl Summary {
             if !self.has(experiment) {
                 continue;
             }
-            let _ = writeln!(md, "\n## {title}: activations/s (p50 / p99 latency ms)\n");
+            let _ = writeln!(
+                md,
+                "\n## {title}: activations/s ± 95 % CI over {} windows (p50 / p99 latency ms)\n",
+                self.windows(experiment)
+            );
             let _ = write!(md, "| clients |");
             for p in &self.platforms {
                 let _ = write!(md, " {p} |");
@@ -242,14 +339,10 @@ impl Summary {
                             let _ = write!(
                                 md,
                                 " {} ({} / {}){} |",
-                                opt(c.rate),
+                                rate_ci(c),
                                 opt(c.p50_ms),
                                 opt(c.p99_ms),
-                                if c.errors > 0 {
-                                    format!(" {} failed", c.errors)
-                                } else {
-                                    String::new()
-                                }
+                                failed(c)
                             );
                         }
                         None => md.push_str(" – |"),
@@ -293,13 +386,14 @@ impl Summary {
             );
             let _ = writeln!(
                 md,
-                "| platform | requests | failed | cold starts | cold share | p50 ms | p90 ms | p99 ms | mean ms |\n|---|---|---|---|---|---|---|---|---|"
+                "| platform | concurrency limit | requests | failed | cold starts | cold share | p50 ms | p90 ms | p99 ms | mean ms |\n|---|---|---|---|---|---|---|---|---|---|"
             );
             for c in self.cells.get("realistic").into_iter().flatten() {
                 let _ = writeln!(
                     md,
-                    "| {} | {} | {} | {} | {:.1} % | {} | {} | {} | {} |",
+                    "| {} | {} | {} | {} | {} | {:.1} % | {} | {} | {} | {} |",
                     c.platform,
+                    c.level,
                     c.requests,
                     c.errors,
                     c.cold,
@@ -308,6 +402,57 @@ impl Summary {
                     opt(c.p90_ms),
                     opt(c.p99_ms),
                     opt(c.mean_ms)
+                );
+            }
+        }
+
+        // 12. Capacity in a memory budget.
+        if !results.capacity.is_empty() {
+            let rates: Vec<f64> = results.capacity[0].levels.iter().map(|l| l.0).collect();
+            let _ = writeln!(
+                md,
+                "\n## 12. Capacity in 1 GiB of user memory (the realistic workload, pools sized by each platform's memory per container): p99 ms at each arrival rate\n"
+            );
+            let _ = write!(md, "| platform | MB per container | containers in 1 GiB |");
+            for rate in &rates {
+                let _ = write!(md, " {rate}/s |");
+            }
+            let _ = writeln!(
+                md,
+                " sustained rate (p99 ≤ {} ms, no failure) | vs docker |\n|---|---|---|{}---|---|",
+                self.capacity_p99_ms,
+                "---|".repeat(rates.len())
+            );
+            let docker = results
+                .capacity
+                .iter()
+                .find(|r| r.platform == "docker")
+                .and_then(|r| r.sustainable_rate);
+            for row in &results.capacity {
+                let slots = if row.slots > 1_000_000 {
+                    "unbounded".to_owned()
+                } else {
+                    row.slots.to_string()
+                };
+                let _ = write!(
+                    md,
+                    "| {} | {:.2} | {slots} |",
+                    row.platform, row.container_mb
+                );
+                for (_, p99, failed) in &row.levels {
+                    let failed = if *failed > 0 {
+                        format!(" ({failed} failed)")
+                    } else {
+                        String::new()
+                    };
+                    let _ = write!(md, " {}{failed} |", opt(*p99));
+                }
+                let _ = writeln!(
+                    md,
+                    " {} | {} |",
+                    row.sustainable_rate
+                        .map_or("none".to_owned(), |r| format!("{r}/s")),
+                    ratio(row.sustainable_rate, docker)
                 );
             }
         }
@@ -414,7 +559,7 @@ impl Summary {
             );
             let _ = writeln!(
                 md,
-                "| platform | activations | CPU µs per activation | wall µs per activation | CPU vs docker |\n|---|---|---|---|---|"
+                "| platform | activations | CPU µs per activation | wall µs per activation | µs inside the executor | CPU vs docker |\n|---|---|---|---|---|---|"
             );
             let docker = cost
                 .iter()
@@ -423,19 +568,97 @@ impl Summary {
             for row in cost {
                 let _ = writeln!(
                     md,
-                    "| {} | {} | {:.0} | {:.0} | {} |",
+                    "| {} | {} | {:.0} | {:.0} | {} | {} |",
                     row.platform,
                     row.activations,
                     row.cpu_us,
                     row.wall_us,
+                    row.executor_us
+                        .map_or("–".to_owned(), |us| format!("{us:.0}")),
                     ratio(Some(row.cpu_us), docker)
                 );
+            }
+        }
+        // 11. /init inside the executor builds.
+        if !results.init.is_empty() {
+            let _ = writeln!(
+                md,
+                "\n## 11. /init of `{}` (executor builds): p50 / p99 as the client saw it, mean inside the executor, ms\n",
+                init::MODULE
+            );
+            let _ = write!(md, "| build |");
+            for scenario in init::SCENARIOS {
+                let _ = write!(md, " {} |", scenario.replace('_', " "));
+            }
+            let _ = writeln!(md, "\n|---|{}", "---|".repeat(init::SCENARIOS.len()));
+            for p in &wasm {
+                let _ = write!(md, "| {p} |");
+                for scenario in init::SCENARIOS {
+                    match results
+                        .init
+                        .iter()
+                        .find(|r| &r.platform == *p && r.scenario == scenario)
+                    {
+                        Some(r) => {
+                            let _ = write!(
+                                md,
+                                " {} / {} / {} ({}) |",
+                                opt3(r.p50_ms),
+                                opt3(r.p99_ms),
+                                opt3(r.executor_mean_ms),
+                                r.inits
+                            );
+                        }
+                        None => md.push_str(" – |"),
+                    }
+                }
+                let _ = writeln!(md);
             }
         }
         md
     }
 
+    /// Measured windows per level of a closed-loop experiment (the most any cell had).
+    fn windows(&self, experiment: &str) -> usize {
+        self.cells
+            .get(experiment)
+            .into_iter()
+            .flatten()
+            .map(|c| c.window_rates.len())
+            .max()
+            .unwrap_or(0)
+    }
+
     fn has(&self, experiment: &str) -> bool {
         self.cells.get(experiment).is_some_and(|c| !c.is_empty())
     }
+}
+
+/// `rate ± half-width` (the rate alone with one window).
+fn rate_ci(c: &Cell) -> String {
+    match (c.rate, c.rate_ci95) {
+        (Some(rate), Some(half)) => format!("{rate:.1} ± {half:.1}"),
+        (Some(rate), None) => format!("{rate:.1}"),
+        _ => "–".to_owned(),
+    }
+}
+
+/// ` [low–high]`: the 95 % interval of the median latency, when there are samples enough.
+fn median_ci(c: &Cell) -> String {
+    c.p50_ci95_ms
+        .map_or(String::new(), |(lo, hi)| format!(" [{lo:.1}–{hi:.1}]"))
+}
+
+/// ` (n failed)` when activations failed.
+fn failed(c: &Cell) -> String {
+    if c.errors > 0 {
+        format!(" ({} failed)", c.errors)
+    } else {
+        String::new()
+    }
+}
+
+/// Milliseconds with three decimals (/init times go down to tenths of a millisecond).
+fn opt3(v: Option<f64>) -> String {
+    v.map_or("–".to_owned(), |v| format!("{v:.3}"))
 }

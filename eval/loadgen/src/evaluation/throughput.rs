@@ -1,9 +1,10 @@
 //! Experiments 2 and 3 (and the workloads of experiment 8): closed-loop throughput and latency
 //! of one workload at rising concurrency, every client with its own warm containers.
 
-use std::time::Duration;
-
-use super::{Context, load, sample::Sample};
+use super::{
+    Context, Results,
+    load::{self, Plan},
+};
 use crate::platform::Platform;
 
 /// What the clients run.
@@ -35,15 +36,17 @@ impl Workload {
     }
 }
 
-/// Runs `workload` at each concurrency in `levels` for `measured` after `warmup`.
+/// Runs `workload` at each concurrency in `levels` as `plan` says, into `results` under
+/// `experiment`.
 pub fn run(
     platform: &dyn Platform,
     ctx: &Context,
     workload: Workload,
     levels: &[usize],
-    scenario: &str,
-    (warmup, measured): (Duration, Duration),
-) -> anyhow::Result<Vec<Sample>> {
+    (experiment, scenario): (&'static str, &str),
+    plan: Plan,
+    results: &mut Results,
+) -> anyhow::Result<()> {
     let most = levels.iter().copied().max().unwrap_or(1);
     let actions: Vec<_> = workload
         .modules()
@@ -57,21 +60,19 @@ pub fn run(
         "creating containers"
     );
     let mut sets = load::create_sets(platform, most, &actions, 8)?;
-    let mut samples = Vec::new();
     let mut result = Ok(());
     for &level in levels {
         match load::closed_loop(
-            &mut sets[..level],
+            sets[..level].iter_mut().collect(),
             platform.name(),
             scenario,
             level as u32,
-            warmup,
-            measured,
+            plan,
             ctx.epoch,
             level as u64,
         ) {
-            Ok(part) => {
-                let ok = part.iter().filter(|s| !s.warmup && s.ok()).count();
+            Ok(run) => {
+                let ok = run.samples.iter().filter(|s| !s.warmup && s.ok()).count();
                 tracing::info!(
                     platform = platform.name(),
                     scenario,
@@ -79,7 +80,7 @@ pub fn run(
                     ok,
                     "level done"
                 );
-                samples.extend(part);
+                results.add_level(experiment, run);
             }
             Err(error) => {
                 result = Err(error);
@@ -88,5 +89,5 @@ pub fn run(
         }
     }
     load::remove_sets(sets);
-    result.map(|()| samples)
+    result
 }

@@ -62,6 +62,10 @@ impl DockerPlatform {
         ])?;
         let gateway = bridge_gateway(&ipam)
             .with_context(|| format!("the bridge network's address (IPAM: {ipam:?})"))?;
+        // The engine (and the shims it starts from now on) on the platforms' CPUs.
+        for pid in engine_pids() {
+            crate::affinity::pin_process(pid)?;
+        }
         Ok(DockerPlatform {
             image_prefix: image_prefix.to_owned(),
             gateway,
@@ -115,9 +119,12 @@ impl Platform for DockerPlatform {
         let memory = format!("{MEMORY_MB}m");
         let shares = CPU_SHARES.to_string();
         let api_host = format!("__OW_API_HOST=http://{}:3233", self.gateway);
-        let id = docker(&[
-            "run",
-            "-d",
+        let cpuset = crate::affinity::platform_cpuset();
+        let mut run = vec!["run", "-d"];
+        if let Some(cpus) = &cpuset {
+            run.extend(["--cpuset-cpus", cpus.as_str()]);
+        }
+        run.extend([
             "--cpu-shares",
             &shares,
             "--memory",
@@ -139,9 +146,8 @@ impl Platform for DockerPlatform {
             "--pids-limit",
             "1024",
             &image,
-        ])?
-        .trim()
-        .to_owned();
+        ]);
+        let id = docker(&run)?.trim().to_owned();
         self.live.lock().expect("live set").insert(id.clone());
         let container = DockerContainer {
             addr: SocketAddr::new(inspect_ip(&id)?, PROXY_PORT),
@@ -165,6 +171,10 @@ impl Platform for DockerPlatform {
 
     fn suspends(&self) -> bool {
         true
+    }
+
+    fn reserved_memory_mb(&self) -> Option<f64> {
+        Some(MEMORY_MB as f64)
     }
 
     fn own_memory(&self) -> Option<u64> {
@@ -255,7 +265,7 @@ struct TrackedContainer {
 }
 
 impl Container for TrackedContainer {
-    fn run(&mut self, params: &Value) -> anyhow::Result<RunResult> {
+    fn run(&self, params: &Value) -> anyhow::Result<RunResult> {
         let body = run_body(&self.inner.action, params, ACTION_TIMEOUT);
         let response = Client::new(self.inner.addr, ConnMode::New).post("/run", &body)?;
         Ok(RunResult {
@@ -264,11 +274,11 @@ impl Container for TrackedContainer {
         })
     }
 
-    fn suspend(&mut self) -> anyhow::Result<()> {
+    fn suspend(&self) -> anyhow::Result<()> {
         docker(&["pause", &self.inner.id]).map(drop)
     }
 
-    fn resume(&mut self) -> anyhow::Result<()> {
+    fn resume(&self) -> anyhow::Result<()> {
         docker(&["unpause", &self.inner.id]).map(drop)
     }
 

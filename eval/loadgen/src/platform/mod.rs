@@ -67,6 +67,11 @@ pub trait Platform: Send + Sync {
     fn suspends(&self) -> bool {
         false
     }
+    /// Memory every container reserves from the invoker's budget whatever it uses (MB), on
+    /// platforms that reserve a fixed amount (Docker: the container's memory limit).
+    fn reserved_memory_mb(&self) -> Option<f64> {
+        None
+    }
     /// Memory the platform uses for its own processes (bytes), e.g. the executor's RSS.
     fn own_memory(&self) -> Option<u64> {
         None
@@ -76,15 +81,22 @@ pub trait Platform: Send + Sync {
     fn own_cpu_ns(&self) -> Option<u64> {
         None
     }
+    /// The executor's own /init or /run duration histogram (executor builds only).
+    fn executor_histogram(
+        &self,
+        _phase: crate::metrics::Phase,
+    ) -> Option<crate::metrics::Histogram> {
+        None
+    }
 }
 
-/// One initialized container of one action.
-pub trait Container: Send {
-    fn run(&mut self, params: &Value) -> anyhow::Result<RunResult>;
-    fn suspend(&mut self) -> anyhow::Result<()> {
+/// One initialized container of one action; activations may run on it concurrently.
+pub trait Container: Send + Sync {
+    fn run(&self, params: &Value) -> anyhow::Result<RunResult>;
+    fn suspend(&self) -> anyhow::Result<()> {
         Ok(())
     }
-    fn resume(&mut self) -> anyhow::Result<()> {
+    fn resume(&self) -> anyhow::Result<()> {
         Ok(())
     }
     /// Frees the container (destroy, `docker rm -f`).

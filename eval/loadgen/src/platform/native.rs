@@ -82,8 +82,10 @@ struct NativeProcess {
 }
 
 impl Container for NativeProcess {
-    fn run(&mut self, params: &Value) -> anyhow::Result<RunResult> {
-        let output = Command::new(&self.binary)
+    fn run(&self, params: &Value) -> anyhow::Result<RunResult> {
+        let mut command = Command::new(&self.binary);
+        crate::affinity::pin_command(&mut command);
+        let output = command
             .arg(serde_json::to_string(params)?)
             .stdin(Stdio::null())
             .stderr(Stdio::null())

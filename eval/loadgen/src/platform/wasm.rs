@@ -16,6 +16,7 @@ use super::{ACTION_TIMEOUT, Action, Container, Platform, RunResult, run_body};
 use crate::{
     executor::{ExecutorOptions, ExecutorProcess, fresh_dir},
     http::{Client, ConnMode},
+    metrics::{Histogram, Phase},
     precompile, workload,
 };
 
@@ -40,6 +41,7 @@ pub struct WasmPlatform {
     process: ExecutorProcess,
     /// The /init body of each module: its signed precompiled zip, base64 in JSON.
     init_bodies: HashMap<String, Vec<u8>>,
+    actions: PathBuf,
     next_id: AtomicU64,
 }
 
@@ -100,12 +102,29 @@ impl WasmPlatform {
             name: options.name.clone(),
             process,
             init_bodies,
+            actions: options.actions.clone(),
             next_id: AtomicU64::new(0),
         })
     }
 
     pub fn pid(&self) -> Option<u32> {
         self.process.pid()
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.process.addr
+    }
+
+    /// The /init body of a prepared module: its signed precompiled zip.
+    pub fn precompiled_init_body(&self, module: &str) -> Option<&[u8]> {
+        self.init_bodies.get(module).map(Vec::as_slice)
+    }
+
+    /// The /init body of `module` as portable Wasm, which the executor compiles (or takes from
+    /// its on-disk cache).
+    pub fn portable_init_body(&self, module: &str) -> anyhow::Result<Vec<u8>> {
+        let wasm = workload::read(&module_path(&self.actions, module))?;
+        Ok(init_body(module, &wasm))
     }
 }
 
@@ -118,8 +137,8 @@ pub fn module_path(actions: &Path, module: &str) -> PathBuf {
     }
 }
 
-/// The /init body of a precompiled zip, with the limits OpenWhisk sends by default; `net`
-/// carries the `net_access` annotation its HTTP calls need.
+/// The /init body of a precompiled zip (or portable module), with the limits OpenWhisk sends
+/// by default; `net` carries the `net_access` annotation its HTTP calls need.
 fn init_body(module: &str, zip: &[u8]) -> Vec<u8> {
     use base64::Engine;
     let code = base64::engine::general_purpose::STANDARD.encode(zip);
@@ -174,6 +193,13 @@ impl Platform for WasmPlatform {
     fn own_cpu_ns(&self) -> Option<u64> {
         self.pid().map(crate::cpu::process_cpu_ns)
     }
+
+    fn executor_histogram(&self, phase: Phase) -> Option<Histogram> {
+        let mut client = Client::new(self.process.addr, ConnMode::New);
+        Histogram::scrape(&mut client, phase)
+            .inspect_err(|error| tracing::warn!(platform = %self.name, %error, "scraping /metrics"))
+            .ok()
+    }
 }
 
 /// Container ids may hold letters, digits, `-` and `_`.
@@ -197,7 +223,7 @@ struct WasmContainer {
 }
 
 impl Container for WasmContainer {
-    fn run(&mut self, params: &Value) -> anyhow::Result<RunResult> {
+    fn run(&self, params: &Value) -> anyhow::Result<RunResult> {
         let body = run_body(&self.action, params, ACTION_TIMEOUT);
         let response = Client::new(self.addr, ConnMode::New).post(&self.run_path, &body)?;
         Ok(RunResult {

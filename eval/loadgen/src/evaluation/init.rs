@@ -1,0 +1,158 @@
+//! Experiment 11, /init inside the executor builds: the `big` action (a 300 KB module) as a
+//! signed precompiled zip that no live container holds (decoded, verified and deserialized
+//! anew), the same zip while a container of it lives (shared), portable Wasm from the
+//! executor's on-disk cache, and portable Wasm compiled in a new executor with an empty cache.
+//! Every /init comes on a new connection, as the invoker sends it; each container is destroyed
+//! (untimed) before the next. Latency as the client saw it, and the executor's own mean from
+//! its /init histogram.
+
+use std::time::Instant;
+
+use anyhow::bail;
+use serde::Serialize;
+
+use super::{Context, sample::Sample};
+use crate::{
+    executor::{destroy_container, init_container},
+    http::{Client, ConnMode},
+    metrics::Phase,
+    platform::{Platform, wasm::WasmPlatform},
+    stats,
+};
+
+/// The module every /init carries.
+pub const MODULE: &str = "big";
+
+pub const SCENARIOS: [&str; 4] = [
+    "precompiled_new",
+    "precompiled_shared",
+    "portable_cached",
+    "portable_compile",
+];
+
+#[derive(Debug, Clone, Serialize)]
+pub struct InitRow {
+    pub platform: String,
+    pub scenario: String,
+    pub inits: usize,
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    /// Mean /init duration inside the executor (its `init_duration_seconds` histogram).
+    pub executor_mean_ms: Option<f64>,
+}
+
+/// Runs every scenario on `platform` (started with [`MODULE`] prepared); `fresh` starts a new
+/// executor of the same build with an empty cache for each compiling /init.
+pub fn run(
+    platform: &WasmPlatform,
+    fresh: &dyn Fn(usize) -> anyhow::Result<WasmPlatform>,
+    ctx: &Context,
+) -> anyhow::Result<(Vec<Sample>, Vec<InitRow>)> {
+    let Some(precompiled) = platform.precompiled_init_body(MODULE) else {
+        bail!("{MODULE} was not prepared on {}", platform.name());
+    };
+    let portable = platform.portable_init_body(MODULE)?;
+    let count = ctx.sizes.inits;
+    let mut samples = Vec::new();
+    let mut rows = Vec::new();
+    let mut measure = |scenario: &str, on: &WasmPlatform, body: &[u8], count: usize| {
+        let (part, row) = inits(on, scenario, body, count, ctx)?;
+        tracing::info!(
+            platform = platform.name(),
+            scenario,
+            p50_ms = row.p50_ms,
+            executor_mean_ms = row.executor_mean_ms,
+            "/init measured"
+        );
+        samples.extend(part);
+        rows.push(row);
+        anyhow::Ok(())
+    };
+    measure(SCENARIOS[0], platform, precompiled, count)?;
+    let mut admin = Client::new(platform.addr(), ConnMode::KeepAlive);
+    init_container(platform.addr(), "init-holder", precompiled)?;
+    measure(SCENARIOS[1], platform, precompiled, count)?;
+    destroy_container(&mut admin, "init-holder")?;
+    // The first portable /init compiles and fills the on-disk cache; the others read it.
+    init_container(platform.addr(), "init-compile-first", &portable)?;
+    destroy_container(&mut admin, "init-compile-first")?;
+    measure(SCENARIOS[2], platform, &portable, count)?;
+    let mut compiled = Vec::new();
+    let mut executor_ms = Vec::new();
+    for i in 0..ctx.sizes.compile_inits {
+        let new = fresh(i)?;
+        let (mut part, row) = inits(&new, SCENARIOS[3], &portable, 1, ctx)?;
+        if let Some(mean) = row.executor_mean_ms {
+            executor_ms.push(mean);
+        }
+        for sample in &mut part {
+            sample.platform = platform.name().to_owned();
+            sample.seq = i as u64;
+        }
+        compiled.extend(part);
+    }
+    let mut row = row_of(platform.name(), SCENARIOS[3], &compiled);
+    row.executor_mean_ms = stats::mean_ci95(&executor_ms).map(|(mean, _)| mean);
+    samples.extend(compiled);
+    rows.push(row);
+    Ok((samples, rows))
+}
+
+/// `count` timed /inits of `body` into new containers of `on`, each destroyed afterwards.
+fn inits(
+    on: &WasmPlatform,
+    scenario: &str,
+    body: &[u8],
+    count: usize,
+    ctx: &Context,
+) -> anyhow::Result<(Vec<Sample>, InitRow)> {
+    let before = on.executor_histogram(Phase::Init);
+    let mut admin = Client::new(on.addr(), ConnMode::KeepAlive);
+    let mut samples = Vec::with_capacity(count);
+    for seq in 0..count {
+        let id = format!("init-{scenario}-{seq}");
+        let start = Instant::now();
+        let response = Client::new(on.addr(), ConnMode::New).post(&format!("/{id}/init"), body)?;
+        let latency_ns = start.elapsed().as_nanos() as u64;
+        if response.status != 200 {
+            bail!(
+                "/init of {id} answered {}: {}",
+                response.status,
+                response.body_text()
+            );
+        }
+        samples.push(Sample {
+            platform: on.name().to_owned(),
+            scenario: scenario.to_owned(),
+            level: 1,
+            seq: seq as u64,
+            start_ns: start.duration_since(ctx.epoch).as_nanos() as u64,
+            latency_ns,
+            ready_ns: Some(latency_ns),
+            status: response.status,
+            cold: true,
+            action: MODULE.to_owned(),
+            ..Sample::default()
+        });
+        destroy_container(&mut admin, &id)?;
+    }
+    let after = on.executor_histogram(Phase::Init);
+    let mut row = row_of(on.name(), scenario, &samples);
+    row.executor_mean_ms = match (before, after) {
+        (Some(before), Some(after)) => after.mean_us_since(&before).map(|us| us / 1e3),
+        _ => None,
+    };
+    Ok((samples, row))
+}
+
+fn row_of(platform: &str, scenario: &str, samples: &[Sample]) -> InitRow {
+    let latency = stats::Summary::of_ns(samples.iter().map(|s| s.latency_ns));
+    InitRow {
+        platform: platform.to_owned(),
+        scenario: scenario.to_owned(),
+        inits: samples.len(),
+        p50_ms: latency.as_ref().map(|l| l.p50_us / 1e3),
+        p99_ms: latency.as_ref().map(|l| l.p99_us / 1e3),
+        executor_mean_ms: None,
+    }
+}
