@@ -125,8 +125,9 @@ fn async_execution_is_wasmtimes_default_and_refused_elsewhere() {
     }
 }
 
-/// Sleeping guests on their tasks hold no slot: sixteen 300 ms sleeps through two slots and no
-/// queue all succeed, together, in about one sleep's time (on the pool they would be refused).
+/// Sleeping guests on their tasks hold no slot: with two slots and no queue, three sleepers are
+/// asleep at once, each seen holding no slot before the next one starts, and an activation after
+/// them is still served (on the pool the third sleeper would be refused with 503).
 #[test]
 fn async_sleepers_give_their_slots_back() {
     if BUILD_RUNTIME != "wasmtime" {
@@ -139,28 +140,33 @@ fn async_sleepers_give_their_slots_back() {
         "0",
     ]));
     ex.init_action("sleeper", "hostile");
-    // Warm, so that the timing below is the sleeps'.
-    ex.run("sleeper", json!({"sleep_ms": 1})).expect(200);
-    let started = Instant::now();
-    let sleepers: Vec<_> = (0..16)
-        .map(|_| {
-            let ex = Arc::clone(&ex);
-            std::thread::spawn(move || {
-                let r = ex.run("sleeper", json!({"sleep_ms": 300}));
+    // Long enough that the first is still asleep when the third has started, even emulated.
+    let sleep_ms = 10_000;
+    let sleepers: Vec<_> = (1..=3)
+        .map(|asleep| {
+            let client = Arc::clone(&ex);
+            let sleeper = std::thread::spawn(move || {
+                let r = client.run("sleeper", json!({"sleep_ms": sleep_ms}));
                 (r.status, r.text())
-            })
+            });
+            ex.wait_until(
+                Duration::from_secs(60),
+                &format!("sleeper {asleep} asleep without a slot"),
+                |ex| ex.gauge("task_guests") == asleep && ex.gauge("pool_running") == 0,
+            );
+            sleeper
         })
         .collect();
+    assert_eq!(
+        ex.run("sleeper", json!({"sleep_ms": 1})).expect(200).json(),
+        json!({"slept_ms": 1})
+    );
     for sleeper in sleepers {
         let (status, text) = sleeper.join().unwrap();
         assert_eq!(status, 200, "{text}");
-        assert_eq!(text, r#"{"slept_ms":300}"#);
+        assert_eq!(text, format!(r#"{{"slept_ms":{sleep_ms}}}"#));
     }
-    let took = started.elapsed();
-    // Two at a time on the pool would take eight sleeps (2.4 s).
-    assert!(took < Duration::from_millis(1600), "{took:?}");
-    let metrics = ex.get("/metrics").expect(200).text();
-    assert!(metrics.contains("wasm_executor_task_guests 0"), "{metrics}");
+    assert_eq!(ex.gauge("task_guests"), 0);
 }
 
 /// Beyond `--max-instances`, a guest on its task is turned away with 503 at once, and the
@@ -178,16 +184,9 @@ fn async_guests_beyond_the_instances_are_refused() {
             std::thread::spawn(move || ex.run("sleeper", json!({"sleep_ms": 1500})).status)
         })
         .collect();
-    let mut waited = Duration::ZERO;
-    while !ex
-        .get("/metrics")
-        .text()
-        .contains("wasm_executor_task_guests 2")
-    {
-        assert!(waited < Duration::from_secs(5), "the sleepers started");
-        std::thread::sleep(Duration::from_millis(10));
-        waited += Duration::from_millis(10);
-    }
+    ex.wait_until(Duration::from_secs(30), "the sleepers started", |ex| {
+        ex.gauge("task_guests") == 2
+    });
     let r = ex.run("sleeper", json!({"sleep_ms": 1}));
     assert!(r.expect(503).error().contains("capacity"), "{}", r.text());
     for sleeper in sleepers {
@@ -215,31 +214,16 @@ fn async_guest_of_a_client_that_goes_away_is_cancelled() {
         body.len()
     )
     .unwrap();
-    let guests = || {
-        let metrics = ex.get("/metrics").expect(200).text();
-        metrics
-            .lines()
-            .find_map(|l| l.strip_prefix("wasm_executor_task_guests "))
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .unwrap()
-    };
-    let started = Instant::now();
-    while guests() == 0 {
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "the guest started"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    ex.wait_until(Duration::from_secs(30), "the guest started", |ex| {
+        ex.gauge("task_guests") == 1
+    });
     drop(client);
-    let left = Instant::now();
-    while guests() != 0 {
-        assert!(
-            left.elapsed() < Duration::from_secs(5),
-            "the guest of a client that went away is cancelled"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    // Well inside the guest's 60 s sleep (and its time limit).
+    ex.wait_until(
+        Duration::from_secs(30),
+        "the guest of a client that went away is cancelled",
+        |ex| ex.gauge("task_guests") == 0,
+    );
     assert_eq!(
         ex.run("sleeper", json!({"sleep_ms": 1})).expect(200).json(),
         json!({"slept_ms": 1})

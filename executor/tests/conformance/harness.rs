@@ -196,6 +196,32 @@ impl Executor {
         self.try_request("GET", path, None).expect("GET")
     }
 
+    /// The value of the executor's gauge `wasm_executor_<name>` in `/metrics`.
+    pub fn gauge(&self, name: &str) -> u64 {
+        let metrics = self.get("/metrics").expect(200).text();
+        let prefix = format!("wasm_executor_{name} ");
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no gauge {name} in {metrics}"))
+    }
+
+    /// Polls `condition` every 10 ms until it holds; panics with `what` after `limit` (a bound
+    /// on a hang, not a timing assertion).
+    pub fn wait_until(
+        &self,
+        limit: Duration,
+        what: &str,
+        mut condition: impl FnMut(&Self) -> bool,
+    ) {
+        let started = Instant::now();
+        while !condition(self) {
+            assert!(started.elapsed() < limit, "{what} (waited {limit:?})");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     pub fn post(&self, path: &str, body: &str) -> Response {
         self.try_request("POST", path, Some(body.as_bytes()))
             .expect("POST")
