@@ -43,6 +43,10 @@ pub struct FootprintArgs {
     /// Containers per executor and code path.
     #[arg(long, default_value_t = 100)]
     containers: usize,
+    /// Containers (and /inits of code no container holds) of the distinct-actions path, where
+    /// every /init compiles (default: --containers and --new-inits).
+    #[arg(long)]
+    distinct_containers: Option<usize>,
     /// Measured sequential warm /runs per executor and code path (after a tenth as warm-up).
     #[arg(long, default_value_t = 2000)]
     requests: usize,
@@ -74,6 +78,8 @@ struct PathResult {
     /// The executor binary's file name.
     executor: String,
     code: &'static str,
+    /// Warm containers measured on this path.
+    containers: usize,
     idle: Rss,
     after_init: Rss,
     after_one_run_each: Rss,
@@ -123,6 +129,9 @@ struct FootprintReport {
     containers: usize,
     requests: usize,
     new_inits: usize,
+    /// Containers and new /inits of the distinct-actions path.
+    distinct_containers: usize,
+    distinct_new_inits: usize,
     quick: bool,
     loadavg_start: String,
     loadavg_end: String,
@@ -135,12 +144,17 @@ pub fn run(args: &FootprintArgs) -> anyhow::Result<()> {
             containers: 5,
             requests: 50,
             new_inits: 5,
+            distinct_containers: 5,
+            distinct_new_inits: 5,
         }
     } else {
+        let distinct_containers = args.distinct_containers.unwrap_or(args.containers);
         Sizes {
             containers: args.containers,
             requests: args.requests,
             new_inits: args.new_inits,
+            distinct_containers,
+            distinct_new_inits: args.new_inits.min(distinct_containers),
         }
     };
     let wasm = args.actions.join(format!("{}.wasm", args.module));
@@ -162,6 +176,8 @@ pub fn run(args: &FootprintArgs) -> anyhow::Result<()> {
         containers: sizes.containers,
         requests: sizes.requests,
         new_inits: sizes.new_inits,
+        distinct_containers: sizes.distinct_containers,
+        distinct_new_inits: sizes.distinct_new_inits,
         quick: args.quick,
         loadavg_start,
         loadavg_end: report::loadavg(),
@@ -178,13 +194,29 @@ pub fn run(args: &FootprintArgs) -> anyhow::Result<()> {
 }
 
 /// How much each executor and code path is measured.
+#[derive(Clone, Copy)]
 struct Sizes {
     containers: usize,
     requests: usize,
     new_inits: usize,
+    distinct_containers: usize,
+    distinct_new_inits: usize,
 }
 
 impl Sizes {
+    /// The sizes of one code path: the distinct-actions path has counts of its own.
+    fn of_path(&self, distinct: bool) -> Sizes {
+        if distinct {
+            Sizes {
+                containers: self.distinct_containers,
+                new_inits: self.distinct_new_inits,
+                ..*self
+            }
+        } else {
+            *self
+        }
+    }
+
     /// New /inits before the measured ones: a tenth, and at least the one that compiles a
     /// portable module (the later ones find it in the cache).
     fn new_init_warmup(&self) -> usize {
@@ -237,9 +269,10 @@ fn measure_all(
                 extra_args: Vec::new(),
             };
             let executor = ExecutorProcess::start(&options)?;
-            let result = measure(&executor, runtime, code, &*body_of, sizes);
+            let sizes = sizes.of_path(distinct);
+            let result = measure(&executor, runtime, code, &*body_of, &sizes);
             let log = executor.stop()?;
-            let mut result = with_executor_times(result?, &log, sizes, distinct);
+            let mut result = with_executor_times(result?, &log, &sizes, distinct);
             result.executor = Path::new(binary).file_name().map_or_else(
                 || binary.to_owned(),
                 |name| name.to_string_lossy().into_owned(),
@@ -261,6 +294,7 @@ fn measure(
         containers,
         requests,
         new_inits,
+        ..
     } = *sizes;
     let pid = executor.pid().context("the executor is not running")?;
     let addr = executor.addr;
@@ -339,6 +373,7 @@ fn measure(
         runtime: runtime.to_owned(),
         executor: String::new(),
         code,
+        containers,
         idle,
         after_init,
         after_one_run_each: after_runs,
@@ -435,11 +470,13 @@ fn rss(pid: u32) -> anyhow::Result<Rss> {
 
 fn markdown(report: &FootprintReport) -> String {
     let mut out = format!(
-        "# wasm-bench footprint\n\n`{}`, {} containers per executor and code path, {} warm /runs, {} /inits of code no container holds; load average {} → {}{}\n\n",
+        "# wasm-bench footprint\n\n`{}`, {} containers per executor and code path ({} of distinct actions), {} warm /runs, {} /inits of code no container holds ({} of distinct actions); load average {} → {}{}\n\n",
         report.module,
         report.containers,
+        report.distinct_containers,
         report.requests,
         report.new_inits,
+        report.distinct_new_inits,
         report.loadavg_start,
         report.loadavg_end,
         if report.quick {

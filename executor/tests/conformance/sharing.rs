@@ -9,13 +9,7 @@ use crate::harness::{Executor, ScratchDir, action};
 
 /// The `wasm_executor_modules` gauge: distinct uploads that live containers hold.
 fn modules(ex: &Executor) -> u64 {
-    let text = ex.get("/metrics").expect(200).text();
-    text.lines()
-        .find_map(|line| line.strip_prefix("wasm_executor_modules "))
-        .unwrap_or_else(|| panic!("no wasm_executor_modules in\n{text}"))
-        .trim()
-        .parse()
-        .unwrap()
+    ex.gauge("modules")
 }
 
 #[test]
