@@ -145,16 +145,13 @@ pub fn run(args: &FootprintArgs) -> anyhow::Result<()> {
             requests: 50,
             new_inits: 5,
             distinct_containers: 5,
-            distinct_new_inits: 5,
         }
     } else {
-        let distinct_containers = args.distinct_containers.unwrap_or(args.containers);
         Sizes {
             containers: args.containers,
             requests: args.requests,
             new_inits: args.new_inits,
-            distinct_containers,
-            distinct_new_inits: args.new_inits.min(distinct_containers),
+            distinct_containers: args.distinct_containers.unwrap_or(args.containers),
         }
     };
     let wasm = args.actions.join(format!("{}.wasm", args.module));
@@ -177,7 +174,7 @@ pub fn run(args: &FootprintArgs) -> anyhow::Result<()> {
         requests: sizes.requests,
         new_inits: sizes.new_inits,
         distinct_containers: sizes.distinct_containers,
-        distinct_new_inits: sizes.distinct_new_inits,
+        distinct_new_inits: sizes.of_path(true).new_inits,
         quick: args.quick,
         loadavg_start,
         loadavg_end: report::loadavg(),
@@ -200,7 +197,6 @@ struct Sizes {
     requests: usize,
     new_inits: usize,
     distinct_containers: usize,
-    distinct_new_inits: usize,
 }
 
 impl Sizes {
@@ -209,7 +205,7 @@ impl Sizes {
         if distinct {
             Sizes {
                 containers: self.distinct_containers,
-                new_inits: self.distinct_new_inits,
+                new_inits: self.new_inits.min(self.distinct_containers),
                 ..*self
             }
         } else {
