@@ -41,15 +41,17 @@ pub struct Config {
     #[arg(long, env = "WASM_EXECUTOR_INSECURE_LISTEN")]
     pub insecure_listen: bool,
 
-    /// Threads in the blocking pool that runs guest code and compiles modules.
-    #[arg(long, env = "WASM_EXECUTOR_POOL_THREADS", default_value_t = 64)]
+    /// Jobs on the blocking pool at once (guests, module loads), each on a thread of its own,
+    /// started as needed: computing with one of the --max-concurrent slots, or waiting on a
+    /// timer or the network without one. Beyond it jobs wait in the queue.
+    #[arg(long, env = "WASM_EXECUTOR_POOL_THREADS", default_value_t = 256)]
     pub pool_threads: usize,
 
     /// Where guests run once admitted. `async` (the wasmtime build's default): on the task of
     /// their request, suspended while they wait on a timer or the network, so a waiting guest
     /// holds neither a thread nor a slot of --max-concurrent; guests with a granted directory,
     /// module loads and the other builds use the pool. `pool`: every guest on the blocking pool,
-    /// holding its thread and slot while it waits. `blocking-worker`: the async worker handling
+    /// holding its thread (but not its slot) while it waits. `blocking-worker`: the async worker handling
     /// the request blocks until its guest is done (the design the pool replaced, kept only for
     /// the evaluation).
     #[arg(
@@ -60,8 +62,8 @@ pub struct Config {
     )]
     pub guest_execution: GuestExecution,
 
-    /// Activations (and inits) executing at once; each holds one Wasm instance. With
-    /// `--guest-execution async`, a guest waiting on a timer or the network does not count.
+    /// Activations (and inits) computing at once; a guest waiting on a timer or the network
+    /// does not count.
     #[arg(long, env = "WASM_EXECUTOR_MAX_CONCURRENT", default_value_t = 64)]
     pub max_concurrent: usize,
 
@@ -267,11 +269,11 @@ impl Config {
     }
 
     /// Wasm instances that may be alive at once, which the backend's allocator provides for:
-    /// in async execution, the guests on their tasks and those on the pool (one per slot).
+    /// those on the pool (one per thread) and, in async execution, the guests on their tasks.
     pub fn instance_slots(&self) -> usize {
         match self.guest_execution {
-            GuestExecution::Async => self.max_instances.saturating_add(self.max_concurrent),
-            GuestExecution::Pool | GuestExecution::BlockingWorker => self.max_concurrent,
+            GuestExecution::Async => self.max_instances.saturating_add(self.pool_threads),
+            GuestExecution::Pool | GuestExecution::BlockingWorker => self.pool_threads,
         }
     }
 }

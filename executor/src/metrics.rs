@@ -16,7 +16,7 @@ use prometheus_client::{
     registry::Registry,
 };
 
-use crate::outcome::Outcome;
+use crate::{outcome::Outcome, pool::Occupancy};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OutcomeLabel {
@@ -34,6 +34,7 @@ pub struct Metrics {
     containers: Gauge,
     modules: Gauge,
     pool_running: Gauge,
+    pool_guests: Gauge,
     pool_queued: Gauge,
     task_guests: Gauge,
     pending_log_bytes: Gauge,
@@ -116,6 +117,7 @@ impl Default for Metrics {
         let containers = Gauge::default();
         let modules = Gauge::default();
         let pool_running = Gauge::default();
+        let pool_guests = Gauge::default();
         let pool_queued = Gauge::default();
         let task_guests = Gauge::default();
         let pending_log_bytes = Gauge::default();
@@ -146,6 +148,11 @@ impl Default for Metrics {
             "pool_running",
             "Guest jobs holding a slot: on the blocking pool, or computing on their request's task",
             pool_running.clone(),
+        );
+        registry.register(
+            "pool_guests",
+            "Jobs on the blocking pool's threads (guests, module loads): computing, or waiting on a timer or the network without a slot",
+            pool_guests.clone(),
         );
         registry.register(
             "pool_queued",
@@ -182,6 +189,7 @@ impl Default for Metrics {
             containers,
             modules,
             pool_running,
+            pool_guests,
             pool_queued,
             task_guests,
             pending_log_bytes,
@@ -210,16 +218,15 @@ impl Metrics {
         &self,
         containers: usize,
         modules: usize,
-        running: usize,
-        queued: usize,
-        task_guests: usize,
+        pool: &Occupancy,
         pending_log_bytes: usize,
     ) -> String {
         self.containers.set(containers as i64);
         self.modules.set(modules as i64);
-        self.pool_running.set(running as i64);
-        self.pool_queued.set(queued as i64);
-        self.task_guests.set(task_guests as i64);
+        self.pool_running.set(pool.running as i64);
+        self.pool_queued.set(pool.queued as i64);
+        self.pool_guests.set(pool.pool_guests as i64);
+        self.task_guests.set(pool.task_guests as i64);
         self.pending_log_bytes.set(pending_log_bytes as i64);
         let mut out = String::new();
         encode(&mut out, &self.registry).expect("writing to a String cannot fail");
@@ -241,7 +248,13 @@ mod tests {
         metrics.activation(Outcome::Success, Duration::from_micros(50));
         metrics.activation(Outcome::TimedOut, Duration::from_secs(1000));
         metrics.init(false, Duration::from_millis(2));
-        let text = metrics.render(0, 0, 0, 0, 0, 0);
+        let idle = Occupancy {
+            running: 0,
+            queued: 0,
+            pool_guests: 0,
+            task_guests: 0,
+        };
+        let text = metrics.render(0, 0, &idle, 0);
         for line in [
             "wasm_executor_activations_total{outcome=\"success\"} 2",
             "wasm_executor_activations_total{outcome=\"timeout\"} 1",

@@ -1,6 +1,11 @@
 //! The bounded pool that runs blocking guest work (instantiation, execution, compilation) off
-//! the async workers, with admission control: a fixed number of slots, a bounded wait queue,
-//! and an immediate "overloaded" answer beyond it (the executor turns it into a 503).
+//! the async workers, with admission control: a fixed number of CPU slots, a bounded wait
+//! queue, and an immediate "overloaded" answer beyond it (the executor turns it into a 503).
+//! A job on the pool holds a thread for its whole life and a [`CpuSlot`] only while it
+//! computes: a guest waiting on a timer or the network gives its slot back, so the threads
+//! (`--pool-threads`) may outnumber the slots (`--max-concurrent`). Admission takes a thread
+//! before a slot, so an admitted job always finds a thread and a waking guest always gets a
+//! slot back from a job that is running. Threads are started as jobs need them.
 //! The same slots admit guests that run on their request's own task (`--guest-execution
 //! async`): such a guest holds a [`CpuSlot`] while it computes and gives it back while it
 //! waits, and an instance permit for its whole life. `--guest-execution blocking-worker` keeps
@@ -10,9 +15,11 @@
 use std::{
     panic::AssertUnwindSafe,
     sync::{
-        Arc,
+        Arc, Mutex,
         atomic::{AtomicUsize, Ordering},
     },
+    task::{Context, Poll, Wake, Waker},
+    time::Instant,
 };
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
@@ -31,6 +38,11 @@ pub enum PoolError {
 
 pub struct ExecutionPool {
     slots: Arc<Semaphore>,
+    /// Jobs on the pool (queued for a thread or on one), at most one per thread.
+    threads: Arc<Semaphore>,
+    max_threads: usize,
+    /// Threads started so far; never more than the jobs that were on the pool at once.
+    started: Mutex<usize>,
     /// Instances of guests that run on their request's task, alive at once.
     instances: Arc<Semaphore>,
     max_instances: usize,
@@ -38,7 +50,21 @@ pub struct ExecutionPool {
     queued: AtomicUsize,
     queue_depth: usize,
     jobs: crossbeam_channel::Sender<Job>,
+    /// What a newly started thread takes jobs from.
+    job_source: crossbeam_channel::Receiver<Job>,
     mode: GuestExecution,
+}
+
+/// How full the pool is, for `GET /metrics`.
+pub struct Occupancy {
+    /// Slots held: jobs computing on the pool, guests computing on their tasks.
+    pub running: usize,
+    /// Jobs and guests waiting for a slot (or a thread) in the bounded queue.
+    pub queued: usize,
+    /// Jobs on the pool's threads, computing or waiting without a slot.
+    pub pool_guests: usize,
+    /// Guests alive on their requests' tasks.
+    pub task_guests: usize,
 }
 
 /// Releases a queue place however the waiting future ends (including client disconnects).
@@ -50,12 +76,8 @@ impl Drop for QueuePlace<'_> {
     }
 }
 
-/// A guest's claim on one of the pool's slots while it runs on its request's task: held while
-/// the guest computes, given back while it waits on a timer or the network.
-#[cfg_attr(
-    not(feature = "wasmtime"),
-    allow(dead_code, reason = "only wasmtime suspends its guests")
-)]
+/// A guest's claim on one of the pool's slots: held while the guest computes, given back
+/// while it waits on a timer or the network.
 pub struct CpuSlot {
     slots: Arc<Semaphore>,
     held: Option<OwnedSemaphorePermit>,
@@ -66,7 +88,7 @@ impl CpuSlot {
     /// refused: the guest was admitted before).
     #[cfg_attr(
         not(feature = "wasmtime"),
-        allow(dead_code, reason = "only wasmtime suspends its guests")
+        allow(dead_code, reason = "only wasmtime's guests are futures")
     )]
     pub async fn released_during<F: Future>(&mut self, wait: F) -> F::Output {
         self.held = None;
@@ -74,6 +96,65 @@ impl CpuSlot {
         // The semaphore is never closed; a guest that somehow got no permit runs without one.
         self.held = Arc::clone(&self.slots).acquire_owned().await.ok();
         output
+    }
+
+    /// [`CpuSlot::released_during`] for a guest on a pool thread: runs the blocking `wait`
+    /// without the slot, then blocks until a slot is free again, or until `deadline`: a guest
+    /// past its deadline goes on without one, to be stopped at its next deadline check.
+    #[cfg_attr(
+        feature = "wasmtime",
+        allow(dead_code, reason = "wasmtime's guests await their waits")
+    )]
+    pub fn released_while<R>(&mut self, deadline: Instant, wait: impl FnOnce() -> R) -> R {
+        self.held = None;
+        let output = wait();
+        self.held =
+            block_on_until(Arc::clone(&self.slots).acquire_owned(), deadline).and_then(Result::ok);
+        output
+    }
+}
+
+#[cfg(test)]
+impl CpuSlot {
+    /// A slot of a pool of its own, for tests of host state that holds one.
+    #[cfg_attr(
+        not(feature = "wamr"),
+        allow(dead_code, reason = "only WAMR's host state is tested alone")
+    )]
+    pub fn detached() -> Self {
+        let slots = Arc::new(Semaphore::new(1));
+        let held = Arc::clone(&slots).try_acquire_owned().ok();
+        CpuSlot { slots, held }
+    }
+}
+
+/// Wakes a thread parked in [`block_on_until`].
+struct Unparker(std::thread::Thread);
+
+impl Wake for Unparker {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Polls `future` on this (non-runtime) thread until it is ready, or gives up at `deadline`.
+#[cfg_attr(
+    feature = "wasmtime",
+    allow(dead_code, reason = "wasmtime's guests await their waits")
+)]
+fn block_on_until<F: Future>(future: F, deadline: Instant) -> Option<F::Output> {
+    let waker = Waker::from(Arc::new(Unparker(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            return Some(output);
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return None;
+        }
+        std::thread::park_timeout(left);
     }
 }
 
@@ -85,38 +166,33 @@ pub struct TaskAdmission {
 }
 
 impl ExecutionPool {
-    /// `max_instances` bounds the guests on their requests' tasks (running, waiting for a slot
-    /// or waiting on I/O); the pool's own jobs are bounded by the `max_running` slots.
+    /// `threads` bounds the jobs on the pool (computing or waiting), `max_running` those
+    /// computing (with the guests on their tasks); `max_instances` bounds the guests on their
+    /// requests' tasks (running, waiting for a slot or waiting on I/O).
     pub fn new(
         threads: usize,
         max_running: usize,
         max_instances: usize,
         queue_depth: usize,
         mode: GuestExecution,
-    ) -> anyhow::Result<Self> {
+    ) -> Self {
         // A multi-consumer channel: idle workers wait on it directly, with no lock to contend
         // for on every hand-off.
         let (tx, rx) = crossbeam_channel::unbounded::<Job>();
-        for index in 0..threads.max(1) {
-            let rx = rx.clone();
-            std::thread::Builder::new()
-                .name(format!("guest-{index}"))
-                .spawn(move || {
-                    while let Ok(job) = rx.recv() {
-                        job();
-                    }
-                })?;
-        }
-        Ok(ExecutionPool {
+        ExecutionPool {
             slots: Arc::new(Semaphore::new(max_running.max(1))),
+            threads: Arc::new(Semaphore::new(threads.max(1))),
+            max_threads: threads.max(1),
+            started: Mutex::new(0),
             instances: Arc::new(Semaphore::new(max_instances.max(1))),
             max_instances: max_instances.max(1),
             max_running: max_running.max(1),
             queued: AtomicUsize::new(0),
             queue_depth,
             jobs: tx,
+            job_source: rx,
             mode,
-        })
+        }
     }
 
     /// Admits a guest that will run on its request's task: an instance at once (or
@@ -128,17 +204,15 @@ impl ExecutionPool {
                 running: self.running(),
                 queued: self.queued(),
             })?;
-        let permit = self.admit().await?;
+        let (_, permit) = self.admit(false).await?;
         Ok(TaskAdmission {
             instance,
-            cpu: CpuSlot {
-                slots: Arc::clone(&self.slots),
-                held: Some(permit),
-            },
+            cpu: self.cpu_slot(permit),
         })
     }
 
-    /// Runs `job` on a pool thread once a slot is free, waiting in the bounded queue if needed.
+    /// Runs `job` on a pool thread once a thread and a slot are free, waiting in the bounded
+    /// queue if needed. The job gets the slot, to give back while it waits.
     ///
     /// In `GuestExecution::BlockingWorker` the calling async worker then blocks until the job
     /// is done instead of awaiting it, so it serves nothing else meanwhile (the design the pool
@@ -148,20 +222,24 @@ impl ExecutionPool {
     /// same hand-off and differ only in whether the worker is free while the guest runs.
     pub async fn run<R: Send + 'static>(
         &self,
-        job: impl FnOnce() -> R + Send + 'static,
+        job: impl FnOnce(CpuSlot) -> R + Send + 'static,
     ) -> Result<R, PoolError> {
-        let permit = self.admit().await?;
+        let (thread, permit) = self.admit(true).await?;
+        let admitted = Admitted {
+            thread,
+            cpu: self.cpu_slot(permit),
+        };
         match self.mode {
             GuestExecution::Pool | GuestExecution::Async => {
                 let (tx, rx) = oneshot::channel();
-                self.dispatch(job, permit, move |result| {
+                self.dispatch(job, admitted, move |result| {
                     let _ = tx.send(result);
                 })?;
                 rx.await.map_err(|_| PoolError::WorkerLost)?
             }
             GuestExecution::BlockingWorker => {
                 let (tx, rx) = crossbeam_channel::bounded(1);
-                self.dispatch(job, permit, move |result| {
+                self.dispatch(job, admitted, move |result| {
                     let _ = tx.send(result);
                 })?;
                 rx.recv().map_err(|_| PoolError::WorkerLost)?
@@ -169,20 +247,68 @@ impl ExecutionPool {
         }
     }
 
+    fn cpu_slot(&self, permit: OwnedSemaphorePermit) -> CpuSlot {
+        CpuSlot {
+            slots: Arc::clone(&self.slots),
+            held: Some(permit),
+        }
+    }
+
     /// Hands an admitted job to the pool threads; `reply` gets its result or `WorkerLost`.
     fn dispatch<R>(
         &self,
-        job: impl FnOnce() -> R + Send + 'static,
-        permit: OwnedSemaphorePermit,
+        job: impl FnOnce(CpuSlot) -> R + Send + 'static,
+        admitted: Admitted,
         reply: impl FnOnce(Result<R, PoolError>) + Send + 'static,
     ) -> Result<(), PoolError> {
-        let job: Job = Box::new(move || reply(run_admitted(job, permit)));
+        self.start_threads()?;
+        let job: Job = Box::new(move || reply(run_admitted(job, admitted)));
         self.jobs.send(job).map_err(|_| PoolError::WorkerLost)
     }
 
-    async fn admit(&self) -> Result<OwnedSemaphorePermit, PoolError> {
-        if let Ok(permit) = Arc::clone(&self.slots).try_acquire_owned() {
-            return Ok(permit);
+    /// Starts threads until there is one for every job on the pool (each holds a thread
+    /// permit from admission until it ends, so a queued job always finds a thread).
+    fn start_threads(&self) -> Result<(), PoolError> {
+        let on_pool = self.pool_guests();
+        let mut started = self.started.lock().unwrap_or_else(|p| p.into_inner());
+        while *started < on_pool {
+            let jobs = self.job_source.clone();
+            std::thread::Builder::new()
+                .name(format!("guest-{started}"))
+                .spawn(move || {
+                    while let Ok(job) = jobs.recv() {
+                        job();
+                    }
+                })
+                .map_err(|error| {
+                    tracing::error!(%error, "starting a pool thread failed");
+                    PoolError::WorkerLost
+                })?;
+            *started += 1;
+        }
+        Ok(())
+    }
+
+    /// Takes a thread (for a pool job) and a slot: at once if both are free, else waiting
+    /// in the bounded queue, or refused when it is full.
+    async fn admit(
+        &self,
+        with_thread: bool,
+    ) -> Result<(Option<OwnedSemaphorePermit>, OwnedSemaphorePermit), PoolError> {
+        let thread = || -> Result<Option<OwnedSemaphorePermit>, ()> {
+            if with_thread {
+                Arc::clone(&self.threads)
+                    .try_acquire_owned()
+                    .map(Some)
+                    .map_err(drop)
+            } else {
+                Ok(None)
+            }
+        };
+        if let Ok(thread) = thread()
+            && let Ok(slot) = Arc::clone(&self.slots).try_acquire_owned()
+        {
+            return Ok((thread, slot));
         }
         let waiting = self.queued.fetch_add(1, Ordering::AcqRel);
         let place = QueuePlace(&self.queued);
@@ -193,17 +319,32 @@ impl ExecutionPool {
                 queued: waiting,
             });
         }
-        let permit = Arc::clone(&self.slots)
+        let thread = if with_thread {
+            Some(
+                Arc::clone(&self.threads)
+                    .acquire_owned()
+                    .await
+                    .map_err(|_| PoolError::WorkerLost)?,
+            )
+        } else {
+            None
+        };
+        let slot = Arc::clone(&self.slots)
             .acquire_owned()
             .await
             .map_err(|_| PoolError::WorkerLost)?;
         drop(place);
-        Ok(permit)
+        Ok((thread, slot))
     }
 
     /// Guests alive on their requests' tasks.
     pub fn task_instances(&self) -> usize {
         self.max_instances - self.instances.available_permits()
+    }
+
+    /// Jobs on the pool: waiting for a thread, or on one (computing or waiting on I/O).
+    pub fn pool_guests(&self) -> usize {
+        self.max_threads - self.threads.available_permits()
     }
 
     pub fn running(&self) -> usize {
@@ -213,13 +354,31 @@ impl ExecutionPool {
     pub fn queued(&self) -> usize {
         self.queued.load(Ordering::Acquire)
     }
+
+    pub fn occupancy(&self) -> Occupancy {
+        Occupancy {
+            running: self.running(),
+            queued: self.queued(),
+            pool_guests: self.pool_guests(),
+            task_guests: self.task_instances(),
+        }
+    }
 }
 
-/// Runs an admitted job and gives its slot back however it ends. A panicking job is reported
-/// as a lost worker (an internal error) and leaves the pool thread alive for the next job.
-fn run_admitted<R>(job: impl FnOnce() -> R, permit: OwnedSemaphorePermit) -> Result<R, PoolError> {
-    let result = std::panic::catch_unwind(AssertUnwindSafe(job));
-    drop(permit);
+/// What an admitted pool job holds: its thread, and its CPU slot (which the job may give back
+/// while it waits).
+struct Admitted {
+    thread: Option<OwnedSemaphorePermit>,
+    cpu: CpuSlot,
+}
+
+/// Runs an admitted job and gives its slot and thread back however it ends. A panicking job
+/// is reported as a lost worker (an internal error) and leaves the pool thread alive for the
+/// next job.
+fn run_admitted<R>(job: impl FnOnce(CpuSlot) -> R, admitted: Admitted) -> Result<R, PoolError> {
+    let Admitted { thread, cpu } = admitted;
+    let result = std::panic::catch_unwind(AssertUnwindSafe(move || job(cpu)));
+    drop(thread);
     result.map_err(|_| PoolError::WorkerLost)
 }
 
@@ -231,24 +390,24 @@ mod tests {
     /// One slot, one queue place: a second job waits, a third is refused, and both admitted
     /// jobs get their results.
     async fn overload_is_refused_not_queued_forever(mode: GuestExecution) {
-        let pool = Arc::new(ExecutionPool::new(1, 1, 1, 1, mode).unwrap());
+        let pool = Arc::new(ExecutionPool::new(1, 1, 1, 1, mode));
         let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
         let busy = {
             let pool = Arc::clone(&pool);
-            tokio::spawn(async move { pool.run(move || release_rx.recv().ok()).await })
+            tokio::spawn(async move { pool.run(move |_| release_rx.recv().ok()).await })
         };
         while pool.running() == 0 {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
         let queued = {
             let pool = Arc::clone(&pool);
-            tokio::spawn(async move { pool.run(|| 7).await })
+            tokio::spawn(async move { pool.run(|_| 7).await })
         };
         while pool.queued() == 0 {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
         assert!(matches!(
-            pool.run(|| 8).await,
+            pool.run(|_| 8).await,
             Err(PoolError::Overloaded { .. })
         ));
         release_tx.send(()).unwrap();
@@ -261,11 +420,11 @@ mod tests {
     /// A panicking job is a lost worker, gives its slot back, and the (single) pool thread
     /// runs the next job.
     async fn a_panicking_job_frees_its_slot(mode: GuestExecution) {
-        let pool = ExecutionPool::new(1, 1, 1, 0, mode).unwrap();
-        let lost = pool.run(|| -> u32 { panic!("guest job panics (expected by this test)") });
+        let pool = ExecutionPool::new(1, 1, 1, 0, mode);
+        let lost = pool.run(|_| -> u32 { panic!("guest job panics (expected by this test)") });
         assert!(matches!(lost.await, Err(PoolError::WorkerLost)));
         assert_eq!(pool.running(), 0);
-        assert_eq!(pool.run(|| 9).await.unwrap(), 9);
+        assert_eq!(pool.run(|_| 9).await.unwrap(), 9);
     }
 
     #[tokio::test]
@@ -283,7 +442,7 @@ mod tests {
     /// the instances, a guest is refused at once.
     #[tokio::test]
     async fn a_waiting_task_guest_frees_its_slot_but_keeps_its_instance() {
-        let pool = Arc::new(ExecutionPool::new(1, 1, 2, 0, GuestExecution::Async).unwrap());
+        let pool = Arc::new(ExecutionPool::new(1, 1, 2, 0, GuestExecution::Async));
         let mut first = pool.admit_task().await.unwrap();
         assert_eq!(pool.running(), 1);
         let (wake_tx, wake_rx) = oneshot::channel::<()>();
@@ -311,6 +470,105 @@ mod tests {
         assert_eq!((pool.running(), pool.task_instances()), (0, 0));
     }
 
+    /// A job on a pool thread gives its slot back while it waits: with one slot and two
+    /// threads, a second job computes meanwhile, and the first takes the slot again after.
+    /// A third job, with both threads taken, waits for a thread in the queue (never for a
+    /// thread while holding the slot the sleepers need: no deadlock).
+    #[tokio::test]
+    async fn a_waiting_pool_job_frees_its_slot_but_keeps_its_thread() {
+        let pool = Arc::new(ExecutionPool::new(2, 1, 1, 4, GuestExecution::Pool));
+        let (wake_tx, wake_rx) = std::sync::mpsc::channel::<()>();
+        let far = Instant::now() + Duration::from_secs(60);
+        let sleeper = {
+            let pool = Arc::clone(&pool);
+            tokio::spawn(async move {
+                pool.run(move |mut cpu| {
+                    cpu.released_while(far, || wake_rx.recv().ok());
+                    cpu.held.is_some()
+                })
+                .await
+            })
+        };
+        while !(pool.pool_guests() == 1 && pool.running() == 0) {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let (hold_tx, hold_rx) = std::sync::mpsc::channel::<()>();
+        let computing = {
+            let pool = Arc::clone(&pool);
+            tokio::spawn(async move { pool.run(move |_| hold_rx.recv().ok()).await })
+        };
+        while pool.running() == 0 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let third = {
+            let pool = Arc::clone(&pool);
+            tokio::spawn(async move { pool.run(|_| 3).await })
+        };
+        while pool.queued() == 0 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        assert_eq!((pool.pool_guests(), pool.running()), (2, 1));
+        wake_tx.send(()).unwrap();
+        // The sleeper now waits for the slot the computing job holds.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!sleeper.is_finished());
+        hold_tx.send(()).unwrap();
+        assert!(computing.await.unwrap().is_ok());
+        assert!(sleeper.await.unwrap().unwrap(), "the slot was taken again");
+        assert_eq!(third.await.unwrap().unwrap(), 3);
+        assert_eq!(
+            (pool.pool_guests(), pool.running(), pool.queued()),
+            (0, 0, 0)
+        );
+    }
+
+    /// A guest past its deadline does not wait for a slot: it goes on without one, to be
+    /// stopped by its deadline check.
+    #[tokio::test]
+    async fn a_late_pool_job_does_not_wait_for_a_slot() {
+        let pool = Arc::new(ExecutionPool::new(2, 1, 1, 4, GuestExecution::Pool));
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let late = {
+            let pool = Arc::clone(&pool);
+            tokio::spawn(async move {
+                pool.run(move |mut cpu| {
+                    let deadline = Instant::now() + Duration::from_millis(50);
+                    // While it waits, another job takes the only slot and keeps it.
+                    cpu.released_while(deadline, || go_rx.recv().ok());
+                    cpu.held.is_some()
+                })
+                .await
+            })
+        };
+        while !(pool.pool_guests() == 1 && pool.running() == 0) {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let (hold_tx, hold_rx) = std::sync::mpsc::channel::<()>();
+        let holder = {
+            let pool = Arc::clone(&pool);
+            tokio::spawn(async move { pool.run(move |_| hold_rx.recv().ok()).await })
+        };
+        while pool.running() == 0 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        go_tx.send(()).unwrap();
+        assert!(!late.await.unwrap().unwrap(), "went on without a slot");
+        hold_tx.send(()).unwrap();
+        assert!(holder.await.unwrap().is_ok());
+        assert_eq!(pool.running(), 0);
+    }
+
+    /// Threads start as jobs need them, one per job on the pool at most.
+    #[tokio::test]
+    async fn threads_start_on_demand() {
+        let pool = ExecutionPool::new(64, 4, 1, 0, GuestExecution::Pool);
+        assert_eq!(*pool.started.lock().unwrap(), 0);
+        for _ in 0..3 {
+            assert_eq!(pool.run(|_| 1).await.unwrap(), 1);
+        }
+        assert_eq!(*pool.started.lock().unwrap(), 1);
+    }
+
     // Blocking-worker mode blocks the worker that runs `busy` until the job ends: two workers, so the
     // queued job can still wait for its slot on the other one.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -327,7 +585,7 @@ mod tests {
     /// other task runs on it) until the job is done.
     #[tokio::test(flavor = "current_thread")]
     async fn blocking_worker_mode_blocks_the_calling_worker() {
-        let pool = ExecutionPool::new(1, 1, 1, 0, GuestExecution::BlockingWorker).unwrap();
+        let pool = ExecutionPool::new(1, 1, 1, 0, GuestExecution::BlockingWorker);
         let ticks = Arc::new(AtomicUsize::new(0));
         let ticker = {
             let ticks = Arc::clone(&ticks);
@@ -341,7 +599,7 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(5)).await;
         let before = ticks.load(Ordering::Acquire);
         let result = pool
-            .run(|| {
+            .run(|_| {
                 std::thread::sleep(Duration::from_millis(100));
                 42
             })

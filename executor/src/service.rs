@@ -125,7 +125,7 @@ impl Executor {
         let task_instances = backend
             .instance_capacity()
             .map_or(config.max_instances, |held| {
-                held.saturating_sub(config.max_concurrent)
+                held.saturating_sub(config.pool_threads)
                     .clamp(1, config.max_instances)
             });
         let pool = ExecutionPool::new(
@@ -134,7 +134,7 @@ impl Executor {
             task_instances,
             config.queue_depth,
             config.guest_execution,
-        )?;
+        );
         let net = Arc::new(HttpGetter::new(
             config.net_allow.clone(),
             Duration::from_millis(config.net_timeout_ms),
@@ -186,9 +186,7 @@ impl Executor {
         self.metrics.render(
             self.containers.ready_count(),
             self.uploads.len(),
-            self.pool.running(),
-            self.pool.queued(),
-            self.pool.task_instances(),
+            &self.pool.occupancy(),
             self.log_budget.used_bytes(),
         )
     }
@@ -345,7 +343,7 @@ impl Executor {
         let upload = Arc::clone(upload);
         let spec = spec.clone();
         let max_init = Duration::from_millis(self.config.max_init_ms);
-        let preparing = self.pool.run(move || {
+        let preparing = self.pool.run(move |_cpu| {
             let code = upload.load(|text, binary| this.load(text, binary))?;
             this.link(&code, &spec)
         });
@@ -441,8 +439,8 @@ impl Executor {
         } else {
             let backend = Arc::clone(&self.backend);
             self.pool
-                .run(move || {
-                    let exit = backend.run(&container.module, &activation);
+                .run(move |cpu| {
+                    let exit = backend.run(&container.module, &activation, cpu);
                     conclude(exit, &activation, &container, timeout_ms)
                 })
                 .instrument(span.clone())

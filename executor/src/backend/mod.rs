@@ -215,8 +215,9 @@ pub trait Backend: Send + Sync + Sized + 'static {
     fn link(&self, code: &Arc<Self::Code>, spec: &ModuleSpec)
     -> Result<Self::Module, PrepareError>;
 
-    /// Runs one activation in a fresh instance of `module`. Blocking.
-    fn run(&self, module: &Self::Module, activation: &Activation) -> GuestExit;
+    /// Runs one activation in a fresh instance of `module` on a pool thread, giving `cpu` back
+    /// while the guest waits on a timer or the network. Blocking.
+    fn run(&self, module: &Self::Module, activation: &Activation, cpu: CpuSlot) -> GuestExit;
 
     /// How many instances can be alive at once, where the backend could reserve fewer than
     /// [`BackendSettings::max_instances`]; `None`: as many as asked for.

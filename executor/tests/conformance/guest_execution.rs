@@ -1,7 +1,8 @@
 //! `--guest-execution`: where admitted guests run. `async` (wasmtime): on their request's task,
-//! yielding as they compute and giving their slot back while they sleep; `blocking-worker` (for
-//! the evaluation): guest jobs block the HTTP worker that handles the request, behind the same
-//! admission control. The runtime contract and the limits hold in every mode.
+//! yielding as they compute; `pool`: on a pool thread. Either way a sleeping guest gives its
+//! slot back. `blocking-worker` (for the evaluation): guest jobs block the HTTP worker that
+//! handles the request, behind the same admission control. The runtime contract and the limits
+//! hold in every mode.
 
 use std::{
     sync::Arc,
@@ -125,20 +126,14 @@ fn async_execution_is_wasmtimes_default_and_refused_elsewhere() {
     }
 }
 
-/// Sleeping guests on their tasks hold no slot: with two slots and no queue, three sleepers are
-/// asleep at once, each seen holding no slot before the next one starts, and an activation after
-/// them is still served (on the pool the third sleeper would be refused with 503).
-#[test]
-fn async_sleepers_give_their_slots_back() {
-    if BUILD_RUNTIME != "wasmtime" {
-        return;
-    }
-    let ex = Arc::new(Executor::start_with(&[
-        "--max-concurrent",
-        "2",
-        "--queue-depth",
-        "0",
-    ]));
+/// Sleeping guests hold no slot: with two slots and no queue, three sleepers are asleep at once,
+/// each seen holding no slot (`gauge` counts them alive) before the next one starts, and an
+/// activation after them is still served (a sleeper that kept its slot would leave the third
+/// refused with 503).
+fn sleepers_give_their_slots_back(mode: &[&str], gauge: &str) {
+    let mut flags = vec!["--max-concurrent", "2", "--queue-depth", "0"];
+    flags.extend_from_slice(mode);
+    let ex = Arc::new(Executor::start_with(&flags));
     ex.init_action("sleeper", "hostile");
     // Long enough that the first is still asleep when the third has started, even emulated.
     let sleep_ms = 10_000;
@@ -152,7 +147,7 @@ fn async_sleepers_give_their_slots_back() {
             ex.wait_until(
                 Duration::from_secs(60),
                 &format!("sleeper {asleep} asleep without a slot"),
-                |ex| ex.gauge("task_guests") == asleep && ex.gauge("pool_running") == 0,
+                |ex| ex.gauge(gauge) == asleep && ex.gauge("pool_running") == 0,
             );
             sleeper
         })
@@ -166,7 +161,27 @@ fn async_sleepers_give_their_slots_back() {
         assert_eq!(status, 200, "{text}");
         assert_eq!(text, format!(r#"{{"slept_ms":{sleep_ms}}}"#));
     }
-    assert_eq!(ex.gauge("task_guests"), 0);
+    assert_eq!(ex.gauge(gauge), 0);
+}
+
+/// In the build's default mode: on their tasks in wasmtime's, on the pool in the others'.
+#[test]
+fn sleepers_give_their_slots_back_by_default() {
+    let gauge = if BUILD_RUNTIME == "wasmtime" {
+        "task_guests"
+    } else {
+        "pool_guests"
+    };
+    sleepers_give_their_slots_back(&[], gauge);
+}
+
+/// wasmtime's guests on the pool (those with a granted directory, or every guest with
+/// `--guest-execution pool`) give their slots back too; the other builds run there by default.
+#[test]
+fn sleepers_on_the_pool_give_their_slots_back() {
+    if BUILD_RUNTIME == "wasmtime" {
+        sleepers_give_their_slots_back(&["--guest-execution", "pool"], "pool_guests");
+    }
 }
 
 /// Beyond `--max-instances`, a guest on its task is turned away with 503 at once, and the

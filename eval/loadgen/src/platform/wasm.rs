@@ -51,22 +51,10 @@ impl WasmPlatform {
         let mut init_bodies = HashMap::new();
         // The delay server of the I/O-bound experiments listens on loopback.
         let mut args = vec!["--net-allow".to_owned(), "127.0.0.1".to_owned()];
-        if options.runtime != "wasmtime" {
-            // The pool builds: enough guest threads and slots for the I/O-bound experiment's
-            // 256 activations in flight (each blocks a thread while its HTTP call waits). The
-            // wasmtime build runs with its defaults: its waiting guests hold neither.
-            args.extend(
-                [
-                    "--pool-threads",
-                    "512",
-                    "--max-concurrent",
-                    "512",
-                    "--queue-depth",
-                    "1024",
-                ]
-                .map(str::to_owned),
-            );
-        }
+        // Every build with its default threads and slots (a waiting guest holds no slot; in
+        // the pool builds it holds one of 256 threads), and a deeper queue for the bursts of
+        // the saturation experiments.
+        args.extend(["--queue-depth", "1024"].map(str::to_owned));
         for module in &options.modules {
             let wasm = module_path(&options.actions, module);
             let module_dir = fresh_dir(&dir, &format!("artifact-{module}"))?;

@@ -1,5 +1,6 @@
 //! The host side of one activation, as WAMR's native functions see it: where the guest's
-//! stdout/stderr go, the HTTP GET capability, and what the memory-growth callback observed.
+//! stdout/stderr go, the HTTP GET capability, the CPU slot given back while the guest waits,
+//! and what the memory-growth callback observed.
 //! It lives on the worker's stack for the duration of the run and is only touched from that
 //! thread (WAMR calls natives on the thread running the guest), hence `Cell`/`RefCell`.
 
@@ -12,6 +13,7 @@ use std::{
 use crate::{
     logs::{OutputCapture, Stream},
     net::{HttpGetter, code},
+    pool::CpuSlot,
 };
 
 /// Longest URL a guest may pass to `http_get`.
@@ -27,6 +29,7 @@ pub struct HostState {
     memory_limit_bytes: u64,
     memory_exceeded: Cell<bool>,
     held: RefCell<HeldBody>,
+    cpu: RefCell<CpuSlot>,
 }
 
 /// A response (or error text) waiting for the guest to read it with `http_read`.
@@ -49,6 +52,7 @@ impl HostState {
         net: Option<Arc<HttpGetter>>,
         deadline: Instant,
         memory_limit_bytes: u64,
+        cpu: CpuSlot,
     ) -> Self {
         HostState {
             output,
@@ -57,7 +61,13 @@ impl HostState {
             memory_limit_bytes,
             memory_exceeded: Cell::new(false),
             held: RefCell::new(HeldBody::default()),
+            cpu: RefCell::new(cpu),
         }
+    }
+
+    /// Runs a blocking `wait` (a sleep, a request) without the guest's CPU slot.
+    pub fn off_cpu<R>(&self, wait: impl FnOnce() -> R) -> R {
+        self.cpu.borrow_mut().released_while(self.deadline, wait)
     }
 
     /// Bytes the guest wrote to its stdout (fd 1) or stderr (fd 2).
@@ -78,7 +88,8 @@ impl HostState {
     /// `http_read`; `None` without the capability.
     pub fn http_get(&self, url: &str) -> Option<HttpGetReply> {
         let getter = self.net.as_ref()?;
-        let (result, status, bytes) = match getter.get_blocking(url, self.deadline) {
+        let fetched = self.off_cpu(|| getter.get_blocking(url, self.deadline));
+        let (result, status, bytes) = match fetched {
             Ok(response) => (code::OK, u32::from(response.status), response.body),
             Err(error) => (error.code(), 0, error.to_string().into_bytes()),
         };
@@ -141,6 +152,7 @@ mod tests {
             None,
             Instant::now(),
             1 << 20,
+            CpuSlot::detached(),
         );
         *host.held.borrow_mut() = HeldBody {
             bytes: b"hello world".to_vec(),
@@ -166,6 +178,7 @@ mod tests {
             None,
             Instant::now(),
             4 * PAGE_BYTES,
+            CpuSlot::detached(),
         );
         host.memory_growth_refused(2 * PAGE_BYTES, 1);
         assert!(

@@ -27,7 +27,7 @@ use super::{
     Activation, Backend, BackendSettings, GuestExit, ModuleSpec, PortableModules, PrepareError,
     PrepareInput, missing_import_hint,
 };
-use crate::net;
+use crate::{net, pool::CpuSlot};
 
 /// The interpreter's operand and frame stack per instance. 512 KiB takes large Rust and C
 /// programs through deep call chains; it is reserved per instance but only touched pages count.
@@ -136,8 +136,8 @@ impl Backend for WamrBackend {
         })
     }
 
-    fn run(&self, module: &PreparedModule, activation: &Activation) -> GuestExit {
-        ffi::with_thread_env(|env| self.run_here(env, module, activation))
+    fn run(&self, module: &PreparedModule, activation: &Activation, cpu: CpuSlot) -> GuestExit {
+        ffi::with_thread_env(|env| self.run_here(env, module, activation, cpu))
             .unwrap_or_else(GuestExit::HostFailure)
     }
 }
@@ -149,12 +149,14 @@ impl WamrBackend {
         env: &ThreadEnv,
         module: &PreparedModule,
         activation: &Activation,
+        cpu: CpuSlot,
     ) -> GuestExit {
         let host = HostState::new(
             Arc::clone(&activation.output),
             module.spec.net.clone(),
             activation.deadline,
             module.spec.memory_limit_bytes,
+            cpu,
         );
         let stdin = match ParamsFile::new(activation.params.as_bytes()) {
             Ok(stdin) => stdin,

@@ -6,7 +6,7 @@ use thiserror::Error;
 use wasmer::Memory;
 
 use super::{deadline::RunClock, http_import::HeldBody, wasi::WasiCtx};
-use crate::net::HttpGetter;
+use crate::{net::HttpGetter, pool::CpuSlot};
 
 /// The `FunctionEnv` data of one activation's store.
 pub struct RunEnv {
@@ -16,6 +16,8 @@ pub struct RunEnv {
     pub net: Option<Arc<HttpGetter>>,
     pub held: HeldBody,
     pub clock: Arc<RunClock>,
+    /// The guest's CPU slot, given back while it waits in `poll_oneoff` or `http_get`.
+    pub cpu: CpuSlot,
 }
 
 /// Why a host function ends the activation instead of returning to the guest. It travels

@@ -68,7 +68,11 @@ fn http_get(
             .net
             .clone()
             .ok_or_else(|| HostStop::Fault("http_get without net_access".into()))?;
-        let (result, status, bytes) = match getter.get_blocking(&url, data.clock.deadline()) {
+        let deadline = data.clock.deadline();
+        let fetched = data
+            .cpu
+            .released_while(deadline, || getter.get_blocking(&url, deadline));
+        let (result, status, bytes) = match fetched {
             Ok(response) => (code::OK, u32::from(response.status), response.body),
             Err(error) => (error.code(), 0, error.to_string().into_bytes()),
         };

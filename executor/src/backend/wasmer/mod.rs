@@ -31,6 +31,7 @@ use super::{
     Activation, Backend, BackendSettings, GuestExit, ModuleSpec, PortableModules, PrepareError,
     PrepareInput,
 };
+use crate::pool::CpuSlot;
 
 pub struct WasmerBackend {
     unblocker: super::unblock::Unblocker,
@@ -123,7 +124,7 @@ impl Backend for WasmerBackend {
         })
     }
 
-    fn run(&self, module: &PreparedModule, activation: &Activation) -> GuestExit {
+    fn run(&self, module: &PreparedModule, activation: &Activation, cpu: CpuSlot) -> GuestExit {
         // A host call still blocked after the deadline is interrupted (see `unblock.rs`); the
         // host-call guard then ends the activation.
         let _unblock = self.unblocker.register(activation.deadline);
@@ -142,6 +143,7 @@ impl Backend for WasmerBackend {
                 net: module.spec.net.clone(),
                 held: Default::default(),
                 clock: Arc::clone(&clock),
+                cpu,
             },
         );
         let imports = match imports::build(

@@ -61,7 +61,7 @@ pub struct RunState {
     /// Where the guest's monotonic clock starts (see `poll.rs`).
     clock_origin: Instant,
     held: HeldBody,
-    /// The slot of a guest on its request's task, given back while it waits.
+    /// The guest's CPU slot, given back while it waits (none in the import probe).
     cpu: Option<CpuSlot>,
 }
 
@@ -193,11 +193,10 @@ impl Backend for WasmtimeBackend {
         })
     }
 
-    fn run(&self, module: &PreparedModule, activation: &Activation) -> GuestExit {
+    fn run(&self, module: &PreparedModule, activation: &Activation, cpu: CpuSlot) -> GuestExit {
         // A host call still blocked after the deadline is interrupted (see `unblock.rs`).
         let _unblock = self.unblocker.register(activation.deadline);
-        self.host_io
-            .block_on(self.execute(module, activation, None))
+        self.host_io.block_on(self.execute(module, activation, cpu))
     }
 
     fn instance_capacity(&self) -> Option<usize> {
@@ -220,7 +219,7 @@ impl Backend for WasmtimeBackend {
         activation: &Activation,
         cpu: CpuSlot,
     ) -> impl Future<Output = GuestExit> + Send {
-        self.execute(module, activation, Some(cpu))
+        self.execute(module, activation, cpu)
     }
 }
 
@@ -230,7 +229,7 @@ impl WasmtimeBackend {
         &self,
         module: &PreparedModule,
         activation: &Activation,
-        cpu: Option<CpuSlot>,
+        cpu: CpuSlot,
     ) -> GuestExit {
         let mut store = match self.new_store(module, activation, cpu) {
             Ok(store) => store,
@@ -279,7 +278,7 @@ impl WasmtimeBackend {
         &self,
         module: &PreparedModule,
         activation: &Activation,
-        cpu: Option<CpuSlot>,
+        cpu: CpuSlot,
     ) -> wasmtime::Result<Store<RunState>> {
         let clock_origin = Instant::now();
         let mut wasi = WasiCtxBuilder::new();
@@ -316,7 +315,7 @@ impl WasmtimeBackend {
             deadline: activation.deadline,
             clock_origin,
             held: HeldBody::default(),
-            cpu,
+            cpu: Some(cpu),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);

@@ -6,6 +6,9 @@
 //!   stdout and stderr keep their order and their names; every other descriptor goes to WAMR's
 //!   implementation. The signature is WASI's (`(i*i*)i`): the AOT compiler calls WASI natives
 //!   directly with that signature, so the override must match it exactly;
+//! - `poll_oneoff`, registered over WASI's own in the same way (`(**i*)i`): WAMR's
+//!   implementation waits without the guest's CPU slot, so a sleeping guest holds only its
+//!   thread;
 //! - `openwhisk::http_get` / `http_read`, registered for every module but only reachable by
 //!   modules that passed /init's import check (which requires `net_access`);
 //! - the memory-growth callback, which notes refusals beyond the container's limit.
@@ -36,18 +39,32 @@ struct GuestIovec {
 type WasiFdWrite =
     unsafe extern "C" fn(sys::wasm_exec_env_t, u32, *const GuestIovec, u32, *mut u32) -> u32;
 
+/// WASI's `poll_oneoff`: subscriptions in, events out (both in guest memory, checked by the
+/// implementation), their count, where the number of events goes.
+type WasiPollOneoff =
+    unsafe extern "C" fn(sys::wasm_exec_env_t, *const u8, *mut u8, u32, *mut u32) -> u32;
+
 /// Registers the natives; called once, right after the runtime is initialised.
 pub fn register() -> Result<(), String> {
-    let wasi_fd_write = wasi_fd_write()?;
+    let wasi_fd_write = wasi_native(c"fd_write")?;
+    let wasi_poll_oneoff = wasi_native(c"poll_oneoff")?;
     for module in [c"wasi_snapshot_preview1", c"wasi_unstable"] {
         register_module(
             module,
-            vec![symbol(
-                c"fd_write",
-                fd_write as *mut c_void,
-                c"(i*i*)i",
-                wasi_fd_write,
-            )],
+            vec![
+                symbol(
+                    c"fd_write",
+                    fd_write as *mut c_void,
+                    c"(i*i*)i",
+                    wasi_fd_write,
+                ),
+                symbol(
+                    c"poll_oneoff",
+                    poll_oneoff as *mut c_void,
+                    c"(**i*)i",
+                    wasi_poll_oneoff,
+                ),
+            ],
         )?;
     }
     debug_assert_eq!(net::IMPORT_MODULE, "openwhisk");
@@ -106,8 +123,8 @@ fn register_module(module: &'static CStr, symbols: Vec<sys::NativeSymbol>) -> Re
     }
 }
 
-/// WAMR's own WASI `fd_write`, to delegate to.
-fn wasi_fd_write() -> Result<*mut c_void, String> {
+/// WAMR's own WASI function `name`, to delegate to.
+fn wasi_native(name: &CStr) -> Result<*mut c_void, String> {
     let mut apis: *mut sys::NativeSymbol = ptr::null_mut();
     // SAFETY: WAMR points `apis` at its static table of WASI natives and returns its length.
     let count = unsafe { sys::get_libc_wasi_export_apis(&mut apis) };
@@ -118,10 +135,10 @@ fn wasi_fd_write() -> Result<*mut c_void, String> {
     let apis = unsafe { slice::from_raw_parts(apis, count as usize) };
     apis.iter()
         // SAFETY: every entry's symbol is a static NUL-terminated name.
-        .find(|api| !api.symbol.is_null() && unsafe { CStr::from_ptr(api.symbol) } == c"fd_write")
+        .find(|api| !api.symbol.is_null() && unsafe { CStr::from_ptr(api.symbol) } == name)
         .map(|api| api.func_ptr)
         .filter(|func| !func.is_null())
-        .ok_or_else(|| "WAMR's WASI has no fd_write".into())
+        .ok_or_else(|| format!("WAMR's WASI has no {name:?}"))
 }
 
 /// The activation's host state, from the instance's custom data.
@@ -212,6 +229,35 @@ unsafe extern "C" fn fd_write(
     // SAFETY: validated above (4 bytes); guest memory need not be aligned.
     unsafe { ptr::write_unaligned(nwritten, written.to_le()) };
     0
+}
+
+/// WASI `poll_oneoff` as WAMR implements it, run without the guest's CPU slot: it may sleep
+/// (until the earliest clock; WAMR wakes it when the watchdog terminates the instance).
+///
+/// SAFETY (for WAMR): as for `fd_write`.
+unsafe extern "C" fn poll_oneoff(
+    exec_env: sys::wasm_exec_env_t,
+    subscriptions: *const u8,
+    events: *mut u8,
+    count: u32,
+    nevents: *mut u32,
+) -> u32 {
+    // SAFETY: the attachment registered with this function is WAMR's own `poll_oneoff`, of
+    // this exact type; the arguments are passed through untouched.
+    let original: WasiPollOneoff =
+        unsafe { std::mem::transmute(sys::wasm_runtime_get_function_attachment(exec_env)) };
+    // SAFETY: `exec_env` is the running guest's.
+    let inst = unsafe { sys::wasm_runtime_get_module_inst(exec_env) };
+    // SAFETY: `inst` is the running instance on this thread; the call below is WAMR's own,
+    // with WAMR's arguments.
+    unsafe {
+        match host_of(inst) {
+            Some(host) => {
+                host.off_cpu(|| original(exec_env, subscriptions, events, count, nevents))
+            }
+            None => original(exec_env, subscriptions, events, count, nevents),
+        }
+    }
 }
 
 /// `openwhisk::http_get(url_ptr, url_len, status_ptr, len_ptr) -> result`.

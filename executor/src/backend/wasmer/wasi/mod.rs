@@ -23,7 +23,7 @@ use self::{
     guest::{Guest, LinearMemory, OutOfBounds},
 };
 use super::host::{HostStop, RunEnv};
-use crate::{backend::Activation, capabilities::GrantedDir, logs::OutputCapture};
+use crate::{backend::Activation, capabilities::GrantedDir, logs::OutputCapture, pool::CpuSlot};
 
 /// The import module of WASI preview 1.
 pub const MODULE: &str = "wasi_snapshot_preview1";
@@ -94,6 +94,8 @@ impl LinearMemory for wasmer::MemoryView<'_> {
 pub struct Cx<'a> {
     pub ctx: &'a mut WasiCtx,
     pub guest: Guest<'a>,
+    /// The guest's CPU slot, given back while a call waits.
+    pub cpu: &'a mut CpuSlot,
 }
 
 /// Runs a WASI function body: checks the activation's deadline around it (see `deadline.rs`
@@ -106,7 +108,9 @@ fn call(
     let clock = Arc::clone(&fenv.data().clock);
     clock.enter()?;
     let (data, store): (&mut RunEnv, StoreMut<'_>) = fenv.data_and_store_mut();
-    let RunEnv { memory, wasi, .. } = data;
+    let RunEnv {
+        memory, wasi, cpu, ..
+    } = data;
     let Some(memory) = memory.as_ref() else {
         clock.leave()?;
         return Err(HostStop::Fault(
@@ -117,6 +121,7 @@ fn call(
     let mut cx = Cx {
         ctx: wasi,
         guest: Guest::new(&view),
+        cpu,
     };
     let result = body(&mut cx);
     clock.leave()?;

@@ -112,9 +112,9 @@ pub fn sched_yield(_cx: &mut Cx<'_>) -> WasiResult<()> {
     Ok(())
 }
 
-/// `poll_oneoff` on the shared implementation (`backend/poll.rs`): clocks are waited for,
-/// never past the deadline (the host-call guard then ends the activation); descriptors are
-/// ready at once, stdin with the bytes it has left.
+/// `poll_oneoff` on the shared implementation (`backend/poll.rs`): clocks are waited for
+/// without the guest's CPU slot, never past the deadline (the host-call guard then ends the
+/// activation); descriptors are ready at once, stdin with the bytes it has left.
 pub fn poll_oneoff(
     cx: &mut Cx<'_>,
     deadline: Instant,
@@ -139,7 +139,10 @@ pub fn poll_oneoff(
         }
         parsed.push(sub);
     }
-    let at = match poll::wait(&parsed, deadline) {
+    let at = match cx
+        .cpu
+        .released_while(deadline, || poll::wait(&parsed, deadline))
+    {
         poll::Waited::At(at) => at,
         poll::Waited::DeadlineReached => return Ok(()),
     };
