@@ -114,12 +114,12 @@ impl CpuSlot {
     }
 }
 
-#[cfg(test)]
 impl CpuSlot {
-    /// A slot of a pool of its own, for tests of host state that holds one.
+    /// A slot of a pool of its own, for host state that runs no guest (an import probe) or
+    /// runs one alone (tests).
     #[cfg_attr(
-        not(feature = "wamr"),
-        allow(dead_code, reason = "only WAMR's host state is tested alone")
+        feature = "wamr",
+        allow(dead_code, reason = "WAMR has no import probe; its tests use it")
     )]
     pub fn detached() -> Self {
         let slots = Arc::new(Semaphore::new(1));
@@ -387,6 +387,18 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    /// Waits until `condition` holds; a test whose pool never gets there fails, not hangs.
+    async fn until(condition: impl Fn() -> bool) {
+        let give_up = Instant::now() + Duration::from_secs(10);
+        while !condition() {
+            assert!(
+                Instant::now() < give_up,
+                "the pool never reached the awaited state"
+            );
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
     /// One slot, one queue place: a second job waits, a third is refused, and both admitted
     /// jobs get their results.
     async fn overload_is_refused_not_queued_forever(mode: GuestExecution) {
@@ -396,16 +408,12 @@ mod tests {
             let pool = Arc::clone(&pool);
             tokio::spawn(async move { pool.run(move |_| release_rx.recv().ok()).await })
         };
-        while pool.running() == 0 {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
+        until(|| pool.running() != 0).await;
         let queued = {
             let pool = Arc::clone(&pool);
             tokio::spawn(async move { pool.run(|_| 7).await })
         };
-        while pool.queued() == 0 {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
+        until(|| pool.queued() != 0).await;
         assert!(matches!(
             pool.run(|_| 8).await,
             Err(PoolError::Overloaded { .. })
@@ -454,9 +462,7 @@ mod tests {
                 first
             })
         };
-        while pool.running() == 1 {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
+        until(|| pool.running() != 1).await;
         let second = pool.admit_task().await.unwrap();
         assert_eq!((pool.running(), pool.task_instances()), (1, 2));
         assert!(matches!(
@@ -489,24 +495,18 @@ mod tests {
                 .await
             })
         };
-        while !(pool.pool_guests() == 1 && pool.running() == 0) {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
+        until(|| pool.pool_guests() == 1 && pool.running() == 0).await;
         let (hold_tx, hold_rx) = std::sync::mpsc::channel::<()>();
         let computing = {
             let pool = Arc::clone(&pool);
             tokio::spawn(async move { pool.run(move |_| hold_rx.recv().ok()).await })
         };
-        while pool.running() == 0 {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
+        until(|| pool.running() != 0).await;
         let third = {
             let pool = Arc::clone(&pool);
             tokio::spawn(async move { pool.run(|_| 3).await })
         };
-        while pool.queued() == 0 {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
+        until(|| pool.queued() != 0).await;
         assert_eq!((pool.pool_guests(), pool.running()), (2, 1));
         wake_tx.send(()).unwrap();
         // The sleeper now waits for the slot the computing job holds.
@@ -540,17 +540,13 @@ mod tests {
                 .await
             })
         };
-        while !(pool.pool_guests() == 1 && pool.running() == 0) {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
+        until(|| pool.pool_guests() == 1 && pool.running() == 0).await;
         let (hold_tx, hold_rx) = std::sync::mpsc::channel::<()>();
         let holder = {
             let pool = Arc::clone(&pool);
             tokio::spawn(async move { pool.run(move |_| hold_rx.recv().ok()).await })
         };
-        while pool.running() == 0 {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
+        until(|| pool.running() != 0).await;
         go_tx.send(()).unwrap();
         assert!(!late.await.unwrap().unwrap(), "went on without a slot");
         hold_tx.send(()).unwrap();

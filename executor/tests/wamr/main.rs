@@ -532,6 +532,39 @@ fn many_looping_guests_stop_at_their_deadlines_while_others_are_served() {
     );
 }
 
+/// The natives registered over WASI's own (`fd_write`, `poll_oneoff`) hand what they do not
+/// handle themselves to WAMR's implementation, from interpreted and AOT code alike (AOT code
+/// calls WASI natives directly, without the attachment the interpreter passes): a write to a
+/// descriptor that is not open is `EBADF`, a 10 ms sleep returns its one event.
+#[test]
+fn wasi_overrides_delegate_to_wamr_from_both_tiers() {
+    let wasm = command(
+        r#"(if (i32.ne (call $fd_write (i32.const 9) (i32.const 0) (i32.const 0) (i32.const 8))
+                       (i32.const 8))                        ;; EBADF
+             (then unreachable))
+           (i64.store (i32.const 2048) (i64.const 1))          ;; userdata
+           (i32.store8 (i32.const 2056) (i32.const 0))          ;; tag: clock
+           (i32.store (i32.const 2064) (i32.const 1))           ;; clock id: monotonic
+           (i64.store (i32.const 2072) (i64.const 10000000))    ;; timeout, ns
+           (i64.store (i32.const 2080) (i64.const 0))           ;; precision
+           (i32.store16 (i32.const 2088) (i32.const 0))         ;; flags: relative
+           (if (i32.ne (call $poll (i32.const 2048) (i32.const 3072) (i32.const 1) (i32.const 4096))
+                       (i32.const 0))
+             (then unreachable))
+           (if (i32.ne (i32.load (i32.const 4096)) (i32.const 1))
+             (then unreachable))"#,
+        r#"(import "wasi_snapshot_preview1" "poll_oneoff" (func $poll (param i32 i32 i32 i32) (result i32)))"#,
+    );
+    let dir = ScratchDir::new("wamr-delegate");
+    let ex = trusting();
+    for (tier, code) in both_tiers(&wasm, &dir) {
+        ex.init_code(tier, &code, json!({})).expect(200);
+        let r = ex.run(tier, json!({}));
+        assert_eq!(r.expect(200).json(), json!({"ok": true}), "{tier}");
+    }
+    healthy(&ex);
+}
+
 #[test]
 fn a_guest_sleeping_in_wasi_is_stopped_at_its_deadline() {
     // poll_oneoff on one relative clock subscription of 60 s: the guest blocks in the host.

@@ -10,6 +10,7 @@ use super::{deadline::RunClock, host::RunEnv, http_import, wasi};
 use crate::{
     backend::{PrepareError, missing_import_hint},
     net::IMPORT_MODULE,
+    pool::CpuSlot,
 };
 
 /// The host function for `module::name`, when this container provides it.
@@ -38,6 +39,7 @@ pub fn check(engine: &Engine, module: &Module, net: bool) -> Result<(), PrepareE
             net: None,
             held: Default::default(),
             clock: Arc::new(RunClock::new(Instant::now())),
+            cpu: CpuSlot::detached(),
         },
     );
     for import in module.imports() {

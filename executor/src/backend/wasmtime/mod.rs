@@ -61,17 +61,14 @@ pub struct RunState {
     /// Where the guest's monotonic clock starts (see `poll.rs`).
     clock_origin: Instant,
     held: HeldBody,
-    /// The guest's CPU slot, given back while it waits (none in the import probe).
-    cpu: Option<CpuSlot>,
+    /// The guest's CPU slot, given back while it waits.
+    cpu: CpuSlot,
 }
 
 impl RunState {
-    /// Awaits `wait`, without the guest's CPU slot when it has one.
+    /// Awaits `wait` without the guest's CPU slot.
     async fn off_cpu<F: Future>(&mut self, wait: F) -> F::Output {
-        match &mut self.cpu {
-            Some(cpu) => cpu.released_during(wait).await,
-            None => wait.await,
-        }
+        self.cpu.released_during(wait).await
     }
 }
 
@@ -315,7 +312,7 @@ impl WasmtimeBackend {
             deadline: activation.deadline,
             clock_origin,
             held: HeldBody::default(),
-            cpu: Some(cpu),
+            cpu,
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
@@ -354,7 +351,7 @@ fn check_imports(
             deadline: Instant::now(),
             clock_origin: Instant::now(),
             held: HeldBody::default(),
-            cpu: None,
+            cpu: CpuSlot::detached(),
         },
     );
     for import in module.imports() {

@@ -16,6 +16,7 @@
 use std::{
     ffi::{CStr, c_void},
     ptr, slice,
+    sync::OnceLock,
 };
 
 use wamr_runtime_sys as sys;
@@ -27,6 +28,8 @@ use crate::{
 
 /// WASI's `errno::fault`.
 const ERRNO_FAULT: u32 = 21;
+/// WASI's `errno::nosys`.
+const ERRNO_NOSYS: u32 = 52;
 
 /// WASI's `ciovec` in guest memory: offset and length, little-endian u32s.
 #[repr(C)]
@@ -44,26 +47,30 @@ type WasiFdWrite =
 type WasiPollOneoff =
     unsafe extern "C" fn(sys::wasm_exec_env_t, *const u8, *mut u8, u32, *mut u32) -> u32;
 
+/// WAMR's own WASI functions that the overrides delegate to, found once at registration. Not
+/// passed as the natives' attachments: AOT code calls WASI natives directly, without setting
+/// the execution environment's attachment.
+static WASI_ORIGINALS: OnceLock<(WasiFdWrite, WasiPollOneoff)> = OnceLock::new();
+
 /// Registers the natives; called once, right after the runtime is initialised.
 pub fn register() -> Result<(), String> {
-    let wasi_fd_write = wasi_native(c"fd_write")?;
-    let wasi_poll_oneoff = wasi_native(c"poll_oneoff")?;
+    let (wasi_fd_write, wasi_poll_oneoff) =
+        (wasi_native(c"fd_write")?, wasi_native(c"poll_oneoff")?);
+    // SAFETY: WAMR's WASI table holds these functions with exactly these signatures (the
+    // registrations below repeat them: `(i*i*)i`, `(**i*)i`).
+    let originals = unsafe {
+        (
+            std::mem::transmute::<*mut c_void, WasiFdWrite>(wasi_fd_write),
+            std::mem::transmute::<*mut c_void, WasiPollOneoff>(wasi_poll_oneoff),
+        )
+    };
+    WASI_ORIGINALS.get_or_init(|| originals);
     for module in [c"wasi_snapshot_preview1", c"wasi_unstable"] {
         register_module(
             module,
             vec![
-                symbol(
-                    c"fd_write",
-                    fd_write as *mut c_void,
-                    c"(i*i*)i",
-                    wasi_fd_write,
-                ),
-                symbol(
-                    c"poll_oneoff",
-                    poll_oneoff as *mut c_void,
-                    c"(**i*)i",
-                    wasi_poll_oneoff,
-                ),
+                symbol(c"fd_write", fd_write as *mut c_void, c"(i*i*)i"),
+                symbol(c"poll_oneoff", poll_oneoff as *mut c_void, c"(**i*)i"),
             ],
         )?;
     }
@@ -72,33 +79,18 @@ pub fn register() -> Result<(), String> {
     register_module(
         c"openwhisk",
         vec![
-            symbol(
-                c"http_get",
-                http_get as *mut c_void,
-                c"(iiii)i",
-                ptr::null_mut(),
-            ),
-            symbol(
-                c"http_read",
-                http_read as *mut c_void,
-                c"(ii)i",
-                ptr::null_mut(),
-            ),
+            symbol(c"http_get", http_get as *mut c_void, c"(iiii)i"),
+            symbol(c"http_read", http_read as *mut c_void, c"(ii)i"),
         ],
     )
 }
 
-fn symbol(
-    name: &'static CStr,
-    func: *mut c_void,
-    signature: &'static CStr,
-    attachment: *mut c_void,
-) -> sys::NativeSymbol {
+fn symbol(name: &'static CStr, func: *mut c_void, signature: &'static CStr) -> sys::NativeSymbol {
     sys::NativeSymbol {
         symbol: name.as_ptr(),
         func_ptr: func,
         signature: signature.as_ptr(),
-        attachment,
+        attachment: ptr::null_mut(),
     }
 }
 
@@ -191,13 +183,12 @@ unsafe extern "C" fn fd_write(
     // SAFETY: `inst` is the running instance on this thread.
     let host = unsafe { host_of(inst) };
     let (Some(host), 1 | 2) = (host, fd) else {
-        // SAFETY: the attachment registered with this function is WAMR's own `fd_write`, of
-        // this exact type; the arguments are passed through untouched.
-        return unsafe {
-            let original: WasiFdWrite =
-                std::mem::transmute(sys::wasm_runtime_get_function_attachment(exec_env));
-            original(exec_env, fd, iovs, iovs_len, nwritten)
+        // Set at registration, before any guest could call this.
+        let Some(&(original, _)) = WASI_ORIGINALS.get() else {
+            return ERRNO_NOSYS;
         };
+        // SAFETY: WAMR's own `fd_write`, with the arguments WAMR passed, untouched.
+        return unsafe { original(exec_env, fd, iovs, iovs_len, nwritten) };
     };
     let table_bytes = u64::from(iovs_len) * std::mem::size_of::<GuestIovec>() as u64;
     // SAFETY: WAMR checks that each whole range lies in the guest's memory.
@@ -242,10 +233,10 @@ unsafe extern "C" fn poll_oneoff(
     count: u32,
     nevents: *mut u32,
 ) -> u32 {
-    // SAFETY: the attachment registered with this function is WAMR's own `poll_oneoff`, of
-    // this exact type; the arguments are passed through untouched.
-    let original: WasiPollOneoff =
-        unsafe { std::mem::transmute(sys::wasm_runtime_get_function_attachment(exec_env)) };
+    // Set at registration, before any guest could call this.
+    let Some(&(_, original)) = WASI_ORIGINALS.get() else {
+        return ERRNO_NOSYS;
+    };
     // SAFETY: `exec_env` is the running guest's.
     let inst = unsafe { sys::wasm_runtime_get_module_inst(exec_env) };
     // SAFETY: `inst` is the running instance on this thread; the call below is WAMR's own,
