@@ -51,9 +51,9 @@ pub struct Config {
     /// their request, suspended while they wait on a timer or the network, so a waiting guest
     /// holds neither a thread nor a slot of --max-concurrent; guests with a granted directory,
     /// module loads and the other builds use the pool. `pool`: every guest on the blocking pool,
-    /// holding its thread (but not its slot) while it waits. `blocking-worker`: the async worker handling
-    /// the request blocks until its guest is done (the design the pool replaced, kept only for
-    /// the evaluation).
+    /// holding its thread (but not its slot) while it waits. `blocking-worker`: the async
+    /// worker handling the request blocks until its guest is done (the design the pool
+    /// replaced, kept only for the evaluation).
     #[arg(
         long,
         env = "WASM_EXECUTOR_GUEST_EXECUTION",
