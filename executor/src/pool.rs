@@ -476,45 +476,70 @@ mod tests {
         assert_eq!((pool.running(), pool.task_instances()), (0, 0));
     }
 
-    /// A job on a pool thread gives its slot back while it waits: with one slot and two
-    /// threads, a second job computes meanwhile, and the first takes the slot again after.
-    /// A third job, with both threads taken, waits for a thread in the queue (never for a
-    /// thread while holding the slot the sleepers need: no deadlock).
-    #[tokio::test]
-    async fn a_waiting_pool_job_frees_its_slot_but_keeps_its_thread() {
+    /// A pool of two threads and one slot, with a job asleep without its slot (its wait ends
+    /// when `wake` is used; it answers whether it got a slot back before `deadline`) and then
+    /// a second job computing with the slot (until `release` is used).
+    struct SleeperAndHolder {
+        pool: Arc<ExecutionPool>,
+        wake: std::sync::mpsc::Sender<()>,
+        sleeper: tokio::task::JoinHandle<Result<bool, PoolError>>,
+        release: std::sync::mpsc::Sender<()>,
+        holder: tokio::task::JoinHandle<Result<Option<()>, PoolError>>,
+    }
+
+    async fn sleeper_and_holder(deadline: Instant) -> SleeperAndHolder {
         let pool = Arc::new(ExecutionPool::new(2, 1, 1, 4, GuestExecution::Pool));
-        let (wake_tx, wake_rx) = std::sync::mpsc::channel::<()>();
-        let far = Instant::now() + Duration::from_secs(60);
+        let (wake, wake_rx) = std::sync::mpsc::channel::<()>();
         let sleeper = {
             let pool = Arc::clone(&pool);
             tokio::spawn(async move {
                 pool.run(move |mut cpu| {
-                    cpu.released_while(far, || wake_rx.recv().ok());
+                    cpu.released_while(deadline, || wake_rx.recv().ok());
                     cpu.held.is_some()
                 })
                 .await
             })
         };
         until(|| pool.pool_guests() == 1 && pool.running() == 0).await;
-        let (hold_tx, hold_rx) = std::sync::mpsc::channel::<()>();
-        let computing = {
+        let (release, release_rx) = std::sync::mpsc::channel::<()>();
+        let holder = {
             let pool = Arc::clone(&pool);
-            tokio::spawn(async move { pool.run(move |_| hold_rx.recv().ok()).await })
+            tokio::spawn(async move { pool.run(move |_| release_rx.recv().ok()).await })
         };
         until(|| pool.running() != 0).await;
+        SleeperAndHolder {
+            pool,
+            wake,
+            sleeper,
+            release,
+            holder,
+        }
+    }
+
+    /// A job on a pool thread gives its slot back while it waits: with one slot and two
+    /// threads, a second job computes meanwhile, and the first takes the slot again after.
+    /// A third job, with both threads taken, waits for a thread in the queue (never for a
+    /// thread while holding the slot the sleepers need: no deadlock).
+    #[tokio::test]
+    async fn a_waiting_pool_job_frees_its_slot_but_keeps_its_thread() {
+        let jobs = sleeper_and_holder(Instant::now() + Duration::from_secs(60)).await;
+        let pool = Arc::clone(&jobs.pool);
         let third = {
             let pool = Arc::clone(&pool);
             tokio::spawn(async move { pool.run(|_| 3).await })
         };
         until(|| pool.queued() != 0).await;
         assert_eq!((pool.pool_guests(), pool.running()), (2, 1));
-        wake_tx.send(()).unwrap();
+        jobs.wake.send(()).unwrap();
         // The sleeper now waits for the slot the computing job holds.
         tokio::time::sleep(Duration::from_millis(20)).await;
-        assert!(!sleeper.is_finished());
-        hold_tx.send(()).unwrap();
-        assert!(computing.await.unwrap().is_ok());
-        assert!(sleeper.await.unwrap().unwrap(), "the slot was taken again");
+        assert!(!jobs.sleeper.is_finished());
+        jobs.release.send(()).unwrap();
+        assert!(jobs.holder.await.unwrap().is_ok());
+        assert!(
+            jobs.sleeper.await.unwrap().unwrap(),
+            "the slot was taken again"
+        );
         assert_eq!(third.await.unwrap().unwrap(), 3);
         assert_eq!(
             (pool.pool_guests(), pool.running(), pool.queued()),
@@ -526,32 +551,16 @@ mod tests {
     /// stopped by its deadline check.
     #[tokio::test]
     async fn a_late_pool_job_does_not_wait_for_a_slot() {
-        let pool = Arc::new(ExecutionPool::new(2, 1, 1, 4, GuestExecution::Pool));
-        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
-        let late = {
-            let pool = Arc::clone(&pool);
-            tokio::spawn(async move {
-                pool.run(move |mut cpu| {
-                    let deadline = Instant::now() + Duration::from_millis(50);
-                    // While it waits, another job takes the only slot and keeps it.
-                    cpu.released_while(deadline, || go_rx.recv().ok());
-                    cpu.held.is_some()
-                })
-                .await
-            })
-        };
-        until(|| pool.pool_guests() == 1 && pool.running() == 0).await;
-        let (hold_tx, hold_rx) = std::sync::mpsc::channel::<()>();
-        let holder = {
-            let pool = Arc::clone(&pool);
-            tokio::spawn(async move { pool.run(move |_| hold_rx.recv().ok()).await })
-        };
-        until(|| pool.running() != 0).await;
-        go_tx.send(()).unwrap();
-        assert!(!late.await.unwrap().unwrap(), "went on without a slot");
-        hold_tx.send(()).unwrap();
-        assert!(holder.await.unwrap().is_ok());
-        assert_eq!(pool.running(), 0);
+        let jobs = sleeper_and_holder(Instant::now() + Duration::from_millis(50)).await;
+        // Woken while the other job holds the only slot, and keeps it.
+        jobs.wake.send(()).unwrap();
+        assert!(
+            !jobs.sleeper.await.unwrap().unwrap(),
+            "went on without a slot"
+        );
+        jobs.release.send(()).unwrap();
+        assert!(jobs.holder.await.unwrap().is_ok());
+        assert_eq!(jobs.pool.running(), 0);
     }
 
     /// Threads start as jobs need them, one per job on the pool at most.
