@@ -276,4 +276,53 @@ impl Config {
             GuestExecution::Pool | GuestExecution::BlockingWorker => self.pool_threads,
         }
     }
+
+    /// The pool's threads and the guests on their tasks, given the instances the backend
+    /// `held` (`None`: as many as asked for). Where it holds fewer than
+    /// [`Config::instance_slots`] (a small address space), the pool gets at most half of them
+    /// in async execution (all in the others) and the guests on their tasks the rest.
+    pub fn instance_split(&self, held: Option<usize>) -> (usize, usize) {
+        match held {
+            Some(held) if held < self.instance_slots() => {
+                let share = match self.guest_execution {
+                    GuestExecution::Async => held / 2,
+                    GuestExecution::Pool | GuestExecution::BlockingWorker => held,
+                };
+                let threads = self.pool_threads.min(share).max(1);
+                let tasks = held
+                    .saturating_sub(threads)
+                    .clamp(1, self.max_instances.max(1));
+                (threads, tasks)
+            }
+            _ => (self.pool_threads, self.max_instances),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(mode: GuestExecution) -> Config {
+        let mut config = Config::parse_from(["wasm-executor"]);
+        config.guest_execution = mode;
+        config
+    }
+
+    /// With all the instances asked for, every setting stands; with fewer, async execution
+    /// splits them between the pool and the guests on their tasks, and the pool builds give
+    /// the pool all of them.
+    #[test]
+    fn fewer_instances_than_asked_are_split() {
+        let async_mode = config(GuestExecution::Async);
+        assert_eq!(async_mode.instance_slots(), 4096 + 256);
+        assert_eq!(async_mode.instance_split(None), (256, 4096));
+        assert_eq!(async_mode.instance_split(Some(4096 + 256)), (256, 4096));
+        // A 39-bit address space holds about a hundred 4 GiB reservations.
+        assert_eq!(async_mode.instance_split(Some(68)), (34, 34));
+        let pool = config(GuestExecution::Pool);
+        assert_eq!(pool.instance_slots(), 256);
+        assert_eq!(pool.instance_split(Some(100)), (100, 1));
+        assert_eq!(pool.instance_split(Some(256)), (256, 4096));
+    }
 }

@@ -121,15 +121,16 @@ impl Executor {
             grant_root = %dirs.grant_root.display(),
             "directories"
         );
-        // The guests on their tasks get what the backend holds beyond the pool's slots.
-        let task_instances = backend
-            .instance_capacity()
-            .map_or(config.max_instances, |held| {
-                held.saturating_sub(config.pool_threads)
-                    .clamp(1, config.max_instances)
-            });
+        let (pool_threads, task_instances) = config.instance_split(backend.instance_capacity());
+        if pool_threads < config.pool_threads {
+            tracing::warn!(
+                pool_threads,
+                task_instances,
+                "fewer instances than asked for: the pool and the guests on their tasks share them"
+            );
+        }
         let pool = ExecutionPool::new(
-            config.pool_threads,
+            pool_threads,
             config.max_concurrent,
             task_instances,
             config.queue_depth,
