@@ -151,12 +151,12 @@ impl Default for Metrics {
         );
         registry.register(
             "pool_guests",
-            "Jobs on the blocking pool's threads (guests, module loads): computing, or waiting on a timer or the network without a slot",
+            "Jobs holding one of the blocking pool's threads (guests, module loads): waiting for a slot, computing, or waiting on a timer or the network without one",
             pool_guests.clone(),
         );
         registry.register(
             "pool_queued",
-            "Guest jobs waiting for a slot",
+            "Guest jobs waiting for a pool thread or a slot",
             pool_queued.clone(),
         );
         registry.register(

@@ -15,7 +15,7 @@
 use std::{
     panic::AssertUnwindSafe,
     sync::{
-        Arc, Mutex,
+        Arc,
         atomic::{AtomicUsize, Ordering},
     },
     task::{Context, Poll, Wake, Waker},
@@ -42,7 +42,7 @@ pub struct ExecutionPool {
     threads: Arc<Semaphore>,
     max_threads: usize,
     /// Threads started so far; never more than the jobs that were on the pool at once.
-    started: Mutex<usize>,
+    started: AtomicUsize,
     /// Instances of guests that run on their request's task, alive at once.
     instances: Arc<Semaphore>,
     max_instances: usize,
@@ -59,9 +59,10 @@ pub struct ExecutionPool {
 pub struct Occupancy {
     /// Slots held: jobs computing on the pool, guests computing on their tasks.
     pub running: usize,
-    /// Jobs and guests waiting for a slot (or a thread) in the bounded queue.
+    /// Jobs and guests waiting for a thread or a slot in the bounded queue.
     pub queued: usize,
-    /// Jobs on the pool's threads, computing or waiting without a slot.
+    /// Jobs holding one of the pool's threads: waiting for a slot, computing, or waiting on a
+    /// timer or the network without a slot.
     pub pool_guests: usize,
     /// Guests alive on their requests' tasks.
     pub task_guests: usize,
@@ -183,7 +184,7 @@ impl ExecutionPool {
             slots: Arc::new(Semaphore::new(max_running.max(1))),
             threads: Arc::new(Semaphore::new(threads.max(1))),
             max_threads: threads.max(1),
-            started: Mutex::new(0),
+            started: AtomicUsize::new(0),
             instances: Arc::new(Semaphore::new(max_instances.max(1))),
             max_instances: max_instances.max(1),
             max_running: max_running.max(1),
@@ -268,23 +269,34 @@ impl ExecutionPool {
 
     /// Starts threads until there is one for every job on the pool (each holds a thread
     /// permit from admission until it ends, so a queued job always finds a thread).
+    /// No lock: once the threads are there (every job but the first few), one atomic read.
     fn start_threads(&self) -> Result<(), PoolError> {
         let on_pool = self.pool_guests();
-        let mut started = self.started.lock().unwrap_or_else(|p| p.into_inner());
-        while *started < on_pool {
+        let mut started = self.started.load(Ordering::Acquire);
+        while started < on_pool {
+            if let Err(now) = self.started.compare_exchange(
+                started,
+                started + 1,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                started = now;
+                continue;
+            }
             let jobs = self.job_source.clone();
-            std::thread::Builder::new()
+            let spawned = std::thread::Builder::new()
                 .name(format!("guest-{started}"))
                 .spawn(move || {
                     while let Ok(job) = jobs.recv() {
                         job();
                     }
-                })
-                .map_err(|error| {
-                    tracing::error!(%error, "starting a pool thread failed");
-                    PoolError::WorkerLost
-                })?;
-            *started += 1;
+                });
+            if let Err(error) = spawned {
+                self.started.fetch_sub(1, Ordering::AcqRel);
+                tracing::error!(%error, "starting a pool thread failed");
+                return Err(PoolError::WorkerLost);
+            }
+            started += 1;
         }
         Ok(())
     }
@@ -342,7 +354,7 @@ impl ExecutionPool {
         self.max_instances - self.instances.available_permits()
     }
 
-    /// Jobs on the pool: waiting for a thread, or on one (computing or waiting on I/O).
+    /// Jobs holding one of the pool's threads (see [`Occupancy::pool_guests`]).
     pub fn pool_guests(&self) -> usize {
         self.max_threads - self.threads.available_permits()
     }
@@ -567,11 +579,11 @@ mod tests {
     #[tokio::test]
     async fn threads_start_on_demand() {
         let pool = ExecutionPool::new(64, 4, 1, 0, GuestExecution::Pool);
-        assert_eq!(*pool.started.lock().unwrap(), 0);
+        assert_eq!(pool.started.load(Ordering::Acquire), 0);
         for _ in 0..3 {
             assert_eq!(pool.run(|_| 1).await.unwrap(), 1);
         }
-        assert_eq!(*pool.started.lock().unwrap(), 1);
+        assert_eq!(pool.started.load(Ordering::Acquire), 1);
     }
 
     // Blocking-worker mode blocks the worker that runs `busy` until the job ends: two workers, so the

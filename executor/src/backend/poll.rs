@@ -9,6 +9,8 @@
 
 use std::time::{Duration, Instant};
 
+use crate::pool::CpuSlot;
+
 /// Bytes of one `subscription` and one `event` in guest memory.
 pub const SUBSCRIPTION_SIZE: u32 = 48;
 pub const EVENT_SIZE: u32 = 32;
@@ -119,20 +121,22 @@ pub fn wake_up(subs: &[Subscription], deadline: Instant) -> WakeUp {
 }
 
 /// Waits on this thread until the earliest subscription fires, or until `deadline` if that is
-/// sooner.
+/// sooner; a wait that sleeps gives the guest's `cpu` slot back meanwhile.
 #[cfg_attr(
     not(feature = "wasmer-runtime"),
     allow(dead_code, reason = "wasmtime suspends its guests instead")
 )]
-pub fn wait(subs: &[Subscription], deadline: Instant) -> Waited {
+pub fn wait(subs: &[Subscription], deadline: Instant, cpu: &mut CpuSlot) -> Waited {
+    let sleep_until =
+        |at: Instant| std::thread::sleep(at.saturating_duration_since(Instant::now()));
     match wake_up(subs, deadline) {
         WakeUp::Now => Waited::At(Instant::now()),
         WakeUp::At(at) => {
-            std::thread::sleep(at.saturating_duration_since(Instant::now()));
+            cpu.released_while(deadline, || sleep_until(at));
             Waited::At(Instant::now())
         }
         WakeUp::Deadline(at) => {
-            std::thread::sleep(at.saturating_duration_since(Instant::now()));
+            cpu.released_while(deadline, || sleep_until(at));
             Waited::DeadlineReached
         }
     }
@@ -176,7 +180,11 @@ mod tests {
         let monotonic = |_: u32| Some(5_000_000_000);
         let short = parse(&clock(1, 30_000_000, false), now, monotonic).unwrap();
         assert!(matches!(
-            wait(&[short], now + Duration::from_secs(5)),
+            wait(
+                &[short],
+                now + Duration::from_secs(5),
+                &mut CpuSlot::detached()
+            ),
             Waited::At(_)
         ));
         assert!(now.elapsed() >= Duration::from_millis(30));
@@ -190,7 +198,10 @@ mod tests {
         )
         .unwrap();
         let deadline = now + Duration::from_millis(50);
-        assert_eq!(wait(&[long], deadline), Waited::DeadlineReached);
+        assert_eq!(
+            wait(&[long], deadline, &mut CpuSlot::detached()),
+            Waited::DeadlineReached
+        );
         let took = now.elapsed();
         assert!(
             took >= Duration::from_millis(50) && took < Duration::from_secs(5),
@@ -215,7 +226,11 @@ mod tests {
         let fd = parse(&raw, now, |_| Some(0)).unwrap();
         let sleepy = parse(&clock(1, 60_000_000_000, false), now, |_| Some(0)).unwrap();
         let subs = [fd, sleepy];
-        let Waited::At(at) = wait(&subs, now + Duration::from_secs(60)) else {
+        let Waited::At(at) = wait(
+            &subs,
+            now + Duration::from_secs(60),
+            &mut CpuSlot::detached(),
+        ) else {
             panic!("a descriptor is ready");
         };
         assert!(now.elapsed() < Duration::from_secs(1));

@@ -139,10 +139,7 @@ pub fn poll_oneoff(
         }
         parsed.push(sub);
     }
-    let at = match cx
-        .cpu
-        .released_while(deadline, || poll::wait(&parsed, deadline))
-    {
+    let at = match poll::wait(&parsed, deadline, cx.cpu) {
         poll::Waited::At(at) => at,
         poll::Waited::DeadlineReached => return Ok(()),
     };
