@@ -9,8 +9,6 @@
 
 use std::time::{Duration, Instant};
 
-use crate::pool::CpuSlot;
-
 /// Bytes of one `subscription` and one `event` in guest memory.
 pub const SUBSCRIPTION_SIZE: u32 = 48;
 pub const EVENT_SIZE: u32 = 32;
@@ -120,26 +118,34 @@ pub fn wake_up(subs: &[Subscription], deadline: Instant) -> WakeUp {
     }
 }
 
-/// Waits on this thread until the earliest subscription fires, or until `deadline` if that is
-/// sooner; a wait that sleeps gives the guest's `cpu` slot back meanwhile.
+/// Waits until the earliest subscription fires, or until `deadline` if that is sooner, calling
+/// `sleep_until` only when there is something to wait for (a caller that holds a CPU slot gives
+/// it back inside `sleep_until`, so polls that answer at once keep it).
 #[cfg_attr(
     not(feature = "wasmer-runtime"),
     allow(dead_code, reason = "wasmtime suspends its guests instead")
 )]
-pub fn wait(subs: &[Subscription], deadline: Instant, cpu: &mut CpuSlot) -> Waited {
-    let sleep_until =
-        |at: Instant| std::thread::sleep(at.saturating_duration_since(Instant::now()));
+pub fn wait(subs: &[Subscription], deadline: Instant, sleep_until: impl FnOnce(Instant)) -> Waited {
     match wake_up(subs, deadline) {
         WakeUp::Now => Waited::At(Instant::now()),
         WakeUp::At(at) => {
-            cpu.released_while(deadline, || sleep_until(at));
+            sleep_until(at);
             Waited::At(Instant::now())
         }
         WakeUp::Deadline(at) => {
-            cpu.released_while(deadline, || sleep_until(at));
+            sleep_until(at);
             Waited::DeadlineReached
         }
     }
+}
+
+/// Sleeps this thread until `at`.
+#[cfg_attr(
+    not(feature = "wasmer-runtime"),
+    allow(dead_code, reason = "wasmtime suspends its guests instead")
+)]
+pub fn sleep_until(at: Instant) {
+    std::thread::sleep(at.saturating_duration_since(Instant::now()));
 }
 
 /// Whether `sub` fired by `at`: every descriptor, and the clocks that are due when no
@@ -180,11 +186,7 @@ mod tests {
         let monotonic = |_: u32| Some(5_000_000_000);
         let short = parse(&clock(1, 30_000_000, false), now, monotonic).unwrap();
         assert!(matches!(
-            wait(
-                &[short],
-                now + Duration::from_secs(5),
-                &mut CpuSlot::detached()
-            ),
+            wait(&[short], now + Duration::from_secs(5), sleep_until),
             Waited::At(_)
         ));
         assert!(now.elapsed() >= Duration::from_millis(30));
@@ -199,7 +201,7 @@ mod tests {
         .unwrap();
         let deadline = now + Duration::from_millis(50);
         assert_eq!(
-            wait(&[long], deadline, &mut CpuSlot::detached()),
+            wait(&[long], deadline, sleep_until),
             Waited::DeadlineReached
         );
         let took = now.elapsed();
@@ -226,11 +228,7 @@ mod tests {
         let fd = parse(&raw, now, |_| Some(0)).unwrap();
         let sleepy = parse(&clock(1, 60_000_000_000, false), now, |_| Some(0)).unwrap();
         let subs = [fd, sleepy];
-        let Waited::At(at) = wait(
-            &subs,
-            now + Duration::from_secs(60),
-            &mut CpuSlot::detached(),
-        ) else {
+        let Waited::At(at) = wait(&subs, now + Duration::from_secs(60), sleep_until) else {
             panic!("a descriptor is ready");
         };
         assert!(now.elapsed() < Duration::from_secs(1));

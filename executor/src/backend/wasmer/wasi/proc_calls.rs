@@ -139,7 +139,9 @@ pub fn poll_oneoff(
         }
         parsed.push(sub);
     }
-    let at = match poll::wait(&parsed, deadline, cx.cpu) {
+    let at = match poll::wait(&parsed, deadline, |at| {
+        cx.cpu.released_while(deadline, || poll::sleep_until(at))
+    }) {
         poll::Waited::At(at) => at,
         poll::Waited::DeadlineReached => return Ok(()),
     };
