@@ -55,6 +55,12 @@ def envelope(runtime, payload, signature=b""):
     )
 
 
+WAMR_X86_64_TAG = (
+    "wamr 2.4.3 [bulk-memory reference-types call-indirect-overlong simd tail-call"
+    " guard-pages stack-checks termination-checks]"
+)
+
+
 def wamr_payload(tag, aot):
     return b"OWWAMR01" + struct.pack("<H", len(tag)) + tag.encode() + aot
 
@@ -67,6 +73,8 @@ CODES = {
     "envelope": envelope("wasmtime", b"\x7fELF" + bytes(60)),
     "envelope-signed": envelope("wasmer", b"payload", bytes(64)),
     "envelope-wamr": envelope("wamr", wamr_payload("wamr 2.4.3 [x]", b"\0aot" + bytes(12))),
+    # The x86_64 profile and a CPU part, so that mutations reach the CPU check.
+    "envelope-wamr-cpu": envelope("wamr", wamr_payload(WAMR_X86_64_TAG + " cpu x86-64-v2 +avx2 +bmi", b"\0aot")),
     "zip-envelope": zipped([("main.wasm", envelope("wasmtime", b"payload"))]),
     # Stored, as wasm-precompile --zip packs artifacts: read where it lies, after its CRC-32.
     "zip-stored-envelope": zipped(

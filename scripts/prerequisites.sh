@@ -11,7 +11,8 @@
 #           rustup has the wasm32-wasip1 target), wasi-libc, lld-19, clang-19 and its wasm32
 #           runtime library
 #   wasmer  the wasmer build: LLVM 22 (llvm-22-dev, libpolly-22-dev and what they link)
-#   wamr    the WAMR build: cmake, libclang-dev (bindgen), libsimde-dev, llvm-19-dev
+#   wamr    the WAMR build: cmake, libclang-dev (bindgen), libsimde-dev, llvm-19-dev, and
+#           qemu-user-static (its tests run the executor on an emulated older CPU)
 #   eval    the evaluation: docker.io (a private engine), curl, Debian's python3-matplotlib for
 #           the plots (run with /usr/bin/python3); checks Go >= 1.21 for the baseline's proxy
 #           (Debian 12's golang-go is 1.19, too old: install Go from https://go.dev/dl/)
@@ -77,7 +78,8 @@ fi
 if want wamr; then
     # cmake builds WAMR; bindgen needs libclang; the fast interpreter's SIMD uses SIMDe (WAMR's
     # cmake would download it); the AOT compiler builds against LLVM 19, the guests' clang.
-    packages+=(cmake libclang-dev libsimde-dev llvm-19-dev)
+    # qemu-user-static emulates a CPU without the build machine's optional features.
+    packages+=(cmake libclang-dev libsimde-dev llvm-19-dev qemu-user-static)
 fi
 if want eval; then
     packages+=(curl python3-matplotlib)

@@ -47,12 +47,12 @@ pub fn decode_action_code(code: &str, binary: Option<bool>) {
                 .expect("an envelope that parsed parses again after serialization");
             assert_eq!(again.payload, envelope.payload);
             // A tag as the WAMR build makes it (the build takes the version from WAMR's sources,
-            // which this crate does not build; the tag is only compared).
+            // which this crate does not build; the tag is only compared), and its CPU check.
+            let target = wamr_profile::TargetProfile::this_machine().unwrap();
             let _ = wamr_profile::unwrap(
-                &wamr_profile::tag(
-                    "2.4.3",
-                    wamr_profile::TargetProfile::this_machine().unwrap(),
-                ),
+                &wamr_profile::profile_tag("2.4.3", target),
+                target.cpu,
+                wamr_profile::cpu::host_has,
                 &envelope.payload,
             );
         }

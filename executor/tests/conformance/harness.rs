@@ -104,6 +104,8 @@ pub struct Executor {
     pub token: Option<String>,
     /// Where the launcher reports the executor's pid, when it is not the child's.
     pid_file: Option<PathBuf>,
+    /// Whether it was started behind a launcher, which passes SIGTERM on.
+    launched: bool,
 }
 
 impl Executor {
@@ -118,7 +120,19 @@ impl Executor {
 
     /// Like `start_with`, with extra environment variables for the executor process.
     pub fn start_with_env(extra: &[&str], env: &[(&str, &str)]) -> Self {
-        let executor = Self::spawn_with_env(extra, env);
+        Self::healthy(Self::spawn_behind(launcher(), extra, env))
+    }
+
+    /// Like `start_with`, behind `launcher` (a command prefix, such as an emulator of another
+    /// CPU) instead of `WASM_EXECUTOR_LAUNCHER`. Used by the WAMR tests, not by the suite.
+    #[allow(dead_code)]
+    pub fn start_launched(launcher: &[&str], extra: &[&str]) -> Self {
+        let words = launcher.iter().map(|w| w.to_string()).collect();
+        Self::healthy(Self::spawn_behind(Some(words), extra, &[]))
+    }
+
+    /// `executor` once `/health` answers.
+    fn healthy(executor: Self) -> Self {
         let started = Instant::now();
         while started.elapsed() < Duration::from_secs(20) {
             if let Ok(r) = executor.try_request("GET", "/health", None)
@@ -134,13 +148,14 @@ impl Executor {
     /// Starts the executor with extra flags and does not wait for it (it may refuse to start).
     /// With `--listen` among them, that address is used instead of a free loopback port.
     pub fn spawn(extra: &[&str]) -> Self {
-        Self::spawn_with_env(extra, &[])
+        Self::spawn_behind(launcher(), extra, &[])
     }
 
-    fn spawn_with_env(extra: &[&str], env: &[(&str, &str)]) -> Self {
+    fn spawn_behind(launcher: Option<Vec<String>>, extra: &[&str], env: &[(&str, &str)]) -> Self {
         let state = ScratchDir::new("state");
         let addr = free_port();
-        let mut command = executor_command();
+        let launched = launcher.is_some();
+        let mut command = executor_command(launcher);
         if !extra.contains(&"--listen") {
             command.args(["--listen", &addr.to_string()]);
         }
@@ -189,6 +204,7 @@ impl Executor {
             cache,
             token,
             pid_file,
+            launched,
         }
     }
 
@@ -455,7 +471,7 @@ impl Drop for Executor {
         }
         // A launcher (an emulator, `docker run`) passes SIGTERM on to the executor, which then
         // ends; SIGKILL would end only the launcher and could leave the executor running.
-        if launcher().is_some() && self.child.try_wait().ok().flatten().is_none() {
+        if self.launched && self.child.try_wait().ok().flatten().is_none() {
             let _ = Command::new("kill")
                 .args(["-TERM", &self.child.id().to_string()])
                 .status();
@@ -468,11 +484,11 @@ impl Drop for Executor {
     }
 }
 
-/// The executor under test (`WASM_EXECUTOR_BIN`, else this build's), behind its launcher.
-fn executor_command() -> Command {
+/// The executor under test (`WASM_EXECUTOR_BIN`, else this build's), behind `launcher`.
+fn executor_command(launcher: Option<Vec<String>>) -> Command {
     let binary = std::env::var_os("WASM_EXECUTOR_BIN")
         .unwrap_or_else(|| env!("CARGO_BIN_EXE_wasm-executor").into());
-    match launcher() {
+    match launcher {
         Some(words) => {
             let mut command = Command::new(&words[0]);
             command.args(&words[1..]).arg(binary);

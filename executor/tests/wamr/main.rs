@@ -1,6 +1,7 @@
 //! Tests of the WAMR build beyond the shared conformance suite: AOT artifacts from our
 //! precompiler next to the same modules on the interpreter, refusal of artifacts compiled under
-//! another profile, for another CPU or holding something else than AOT code, out-of-bounds
+//! another profile, for another CPU, for CPU features the machine lacks (an executor on an older
+//! CPU emulated by qemu-user) or holding something else than AOT code, out-of-bounds
 //! accesses and runaway recursion that trap (guard pages) while the process keeps serving,
 //! start functions, memory limits, and the time limit for many looping guests at once.
 //!
@@ -19,6 +20,7 @@ use std::{
 };
 
 use serde_json::{Value, json};
+use wamr_profile::CodeCpu;
 use wasm_artifact::{Envelope, OperatorKey, RuntimeId, host_target, sha256_hex};
 
 use harness::{Executor, ScratchDir, action, deadline_in};
@@ -60,6 +62,47 @@ fn both_tiers(wasm: &[u8], dir: &ScratchDir) -> [(&'static str, Vec<u8>); 2] {
     ]
 }
 
+/// The one file in a zip written with `--zip`.
+fn only_entry(zip: &[u8]) -> Vec<u8> {
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(zip)).unwrap();
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut archive.by_index(0).unwrap(), &mut bytes).unwrap();
+    bytes
+}
+
+/// `add` precompiled for this machine and taken apart, to forge artifacts from: the module, this
+/// build's profile, its tag and the AOT file.
+struct AddParts {
+    wasm: Vec<u8>,
+    target: wamr_profile::TargetProfile,
+    profile: String,
+    aot: Vec<u8>,
+}
+
+impl AddParts {
+    fn new(dir: &ScratchDir) -> Self {
+        let wasm = action("add");
+        let artifact = precompile(&wasm, &host_target(), dir);
+        let target = wamr_profile::TargetProfile::this_machine().unwrap();
+        let profile = wamr_profile::profile_tag(RuntimeId::Wamr.locked_version(), target);
+        let payload = Envelope::parse(&artifact).unwrap().payload.into_owned();
+        let (aot, cpu) = wamr_profile::unwrap(&profile, target.cpu, |_| true, &payload).unwrap();
+        assert_eq!(cpu, CodeCpu::portable(target.cpu));
+        let aot = aot.to_vec();
+        AddParts {
+            wasm,
+            target,
+            profile,
+            aot,
+        }
+    }
+
+    /// An unsigned artifact for this machine holding `payload`.
+    fn artifact(&self, payload: Vec<u8>) -> Vec<u8> {
+        Envelope::new(RuntimeId::Wamr, &host_target(), &self.wasm, payload).to_bytes()
+    }
+}
+
 fn trusting() -> Executor {
     Executor::start_with(&["--allow-unsigned-artifacts"])
 }
@@ -98,43 +141,60 @@ fn a_signed_zipped_artifact_runs_as_aot_code_with_the_interpreters_results() {
     std::fs::write(dir.0.join("op.pem"), key.private_pem()).unwrap();
     std::fs::write(dir.0.join("op.pub"), key.public_pem()).unwrap();
     std::fs::write(dir.0.join("hash.wasm"), action("hash")).unwrap();
-    // Through the front end, as the README tells operators to do it.
-    let status = Command::new(tool("wasm-precompile"))
-        .args(["compile", "--runtime", "wamr", "--"])
-        .arg(dir.0.join("hash.wasm"))
-        .arg("--sign-key")
-        .arg(dir.0.join("op.pem"))
-        .args(["--zip", "-o"])
-        .arg(dir.0.join("hash.zip"))
-        .stdout(Stdio::null())
-        .status()
-        .expect("wasm-precompile is built by the default build (make build)");
-    assert!(status.success());
-    let zip = std::fs::read(dir.0.join("hash.zip")).unwrap();
     let ex = Executor::start_with(&["--trusted-key", dir.0.join("op.pub").to_str().unwrap()]);
-    ex.init_code("aot", &zip, json!({})).expect(200);
     ex.init_action("interp", "hash");
     let params = json!({"iterations": 2000, "input": "wamr"});
-    let aot = ex.run("aot", params.clone()).expect(200).json();
-    let interp = ex.run("interp", params).expect(200).json();
-    assert_eq!(aot, interp);
-    assert_eq!(aot["iterations"], 2000);
+    let interp = ex.run("interp", params.clone()).expect(200).json();
+    assert_eq!(interp["iterations"], 2000);
+    let target = wamr_profile::TargetProfile::this_machine().unwrap();
+    let profile = wamr_profile::profile_tag(RuntimeId::Wamr.locked_version(), target);
+    // Portable code, and code with this machine's CPU features, which the tag names.
+    for (id, extra, cpu) in [
+        ("aot", None, CodeCpu::portable(target.cpu)),
+        (
+            "native",
+            Some("--native-cpu"),
+            CodeCpu::this_machine(target.cpu, wamr_profile::cpu::host_has),
+        ),
+    ] {
+        let zip = dir.0.join(format!("{id}.zip"));
+        // Through the front end, as the README tells operators to do it.
+        let status = Command::new(tool("wasm-precompile"))
+            .args(["compile", "--runtime", "wamr", "--"])
+            .arg(dir.0.join("hash.wasm"))
+            .args(extra)
+            .arg("--sign-key")
+            .arg(dir.0.join("op.pem"))
+            .args(["--zip", "-o"])
+            .arg(&zip)
+            .stdout(Stdio::null())
+            .status()
+            .expect("wasm-precompile is built by the default build (make build)");
+        assert!(status.success());
+        let zip = std::fs::read(zip).unwrap();
+        let artifact = only_entry(&zip);
+        let envelope = Envelope::parse(&artifact).unwrap();
+        let (_, found) =
+            wamr_profile::unwrap(&profile, target.cpu, |_| true, &envelope.payload).unwrap();
+        assert_eq!(found, cpu, "{id}");
+        ex.init_code(id, &zip, json!({})).expect(200);
+        assert_eq!(
+            ex.run(id, params.clone()).expect(200).json(),
+            interp,
+            "{id}"
+        );
+    }
 }
 
 #[test]
 fn artifacts_for_another_profile_cpu_or_kind_are_refused_without_harm() {
     let dir = ScratchDir::new("wamr-refuse");
-    let wasm = action("add");
-    let artifact = precompile(&wasm, &host_target(), &dir);
-    let ours = Envelope::parse(&artifact).unwrap();
-    let tag = wamr_profile::tag(
-        RuntimeId::Wamr.locked_version(),
-        wamr_profile::TargetProfile::this_machine().unwrap(),
-    );
-    let aot = wamr_profile::unwrap(&tag, &ours.payload).unwrap();
-    let forge = |payload: Vec<u8>| {
-        Envelope::new(RuntimeId::Wamr, &host_target(), &wasm, payload).to_bytes()
-    };
+    let add = AddParts::new(&dir);
+    let (wasm, target, profile, aot) = (&add.wasm, add.target, &add.profile, &add.aot[..]);
+    let portable = CodeCpu::portable(target.cpu);
+    let tag = format!("{profile} {portable}");
+    let forge = |payload: Vec<u8>| add.artifact(payload);
+    let artifact = add.artifact(wamr_profile::wrap(&tag, aot));
     let ex = trusting();
 
     // Compiled under another profile (here: claiming software bounds checks).
@@ -150,30 +210,62 @@ fn artifacts_for_another_profile_cpu_or_kind_are_refused_without_harm() {
         "{error}"
     );
 
-    // An artifact from the precompiler before padded `call_indirect` indices were accepted
-    // (the profile's previous tag): refused by name, so the operator knows to precompile again.
-    let previous = format!(
-        "wamr {} [bulk-memory reference-types simd tail-call guard-pages stack-checks termination-checks]",
-        RuntimeId::Wamr.locked_version()
-    );
-    assert_ne!(previous, tag);
+    // An artifact from the precompiler before tags named the code's CPU (the profile's previous
+    // tag): refused by name, so the operator knows to precompile again.
     let r = ex.init_code(
         "previous",
-        &forge(wamr_profile::wrap(&previous, aot)),
+        &forge(wamr_profile::wrap(profile, aot)),
         json!({}),
     );
     let error = r.expect(502).error();
     assert!(
         error.contains(&format!(
-            "the artifact was compiled for {previous}, but this executor runs {tag}; precompile it again with the matching wasm-precompile-wamr"
+            "the artifact was compiled for {profile}, but this executor runs {tag}; precompile it again with the matching wasm-precompile-wamr"
         )),
         "{error}"
     );
 
+    // Code for a CPU model this profile never compiles for, or with a feature it never adds.
+    for (id, cpu) in [
+        ("model", "cpu skylake".to_owned()),
+        ("feature", format!("{portable} +sha")),
+    ] {
+        let r = ex.init_code(
+            id,
+            &forge(wamr_profile::wrap(&format!("{profile} {cpu}"), aot)),
+            json!({}),
+        );
+        let error = r.expect(502).error();
+        assert!(
+            error.contains(&cpu) && error.contains("precompile it again"),
+            "{error}"
+        );
+    }
+    // Code using a feature this machine lacks, where it lacks one (WAMR's loader would run it
+    // and the first such instruction would kill the executor with SIGILL).
+    let lacking = target
+        .cpu
+        .optional
+        .iter()
+        .find(|f| !wamr_profile::cpu::host_has(f));
+    if let Some(feature) = lacking {
+        let r = ex.init_code(
+            "lacking",
+            &forge(wamr_profile::wrap(&format!("{tag} +{feature}"), aot)),
+            json!({}),
+        );
+        let error = r.expect(502).error();
+        assert!(
+            error.contains(&format!("CPU features this machine lacks ({feature})")),
+            "{error}"
+        );
+        ex.run("lacking", json!({})).expect(404);
+    }
+
     // Our tag on something that is not AOT code: bytecode, garbage.
     let r = ex.init_code(
         "bytecode",
-        &forge(wamr_profile::wrap(&tag, &wasm)),
+        &forge(wamr_profile::wrap(&tag, wasm)),
         json!({}),
     );
     assert!(
@@ -192,15 +284,32 @@ fn artifacts_for_another_profile_cpu_or_kind_are_refused_without_harm() {
         r.text()
     );
 
-    // An envelope lying about the CPU: WAMR's loader checks the machine in the AOT file.
+    // An envelope lying about the architecture: the tag names the other one's CPU; and behind
+    // our own tag, WAMR's loader checks the machine in the AOT file.
     let other_target = if host_target().starts_with("aarch64") {
         "x86_64-unknown-linux-gnu"
     } else {
         "aarch64-unknown-linux-gnu"
     };
-    let foreign_artifact = precompile(&wasm, other_target, &dir);
+    let other =
+        wamr_profile::TargetProfile::for_arch(other_target.split('-').next().unwrap()).unwrap();
+    let other_cpu = CodeCpu::portable(other.cpu);
+    let foreign_artifact = precompile(wasm, other_target, &dir);
     let foreign = Envelope::parse(&foreign_artifact).unwrap();
-    let r = ex.init_code("lie", &forge(foreign.payload.into_owned()), json!({}));
+    let r = ex.init_code("lie", &forge(foreign.payload.to_vec()), json!({}));
+    let error = r.expect(502).error();
+    assert!(
+        error.contains(&format!("compiled for {profile} {other_cpu},")),
+        "{error}"
+    );
+    let other_profile = wamr_profile::profile_tag(RuntimeId::Wamr.locked_version(), other);
+    let (foreign_aot, _) =
+        wamr_profile::unwrap(&other_profile, other.cpu, |_| true, &foreign.payload).unwrap();
+    let r = ex.init_code(
+        "lie-deeper",
+        &forge(wamr_profile::wrap(&tag, foreign_aot)),
+        json!({}),
+    );
     assert!(r.expect(502).error().contains("target"), "{}", r.text());
 
     // A bare AOT file, without our envelope.
@@ -211,14 +320,60 @@ fn artifacts_for_another_profile_cpu_or_kind_are_refused_without_harm() {
         r.text()
     );
 
-    for id in ["profile", "previous", "bytecode", "garbage", "lie", "bare"] {
+    for id in [
+        "profile",
+        "previous",
+        "model",
+        "feature",
+        "bytecode",
+        "garbage",
+        "lie",
+        "lie-deeper",
+        "bare",
+    ] {
         ex.run(id, json!({})).expect(404);
     }
     healthy(&ex);
-    ex.init_code("good", &forge(ours.payload.into_owned()), json!({}))
-        .expect(200);
+    ex.init_code("good", &artifact, json!({})).expect(200);
     assert_eq!(
         ex.run("good", json!({"param1": 1, "param2": 2}))
+            .expect(200)
+            .json(),
+        json!({"result": 3})
+    );
+}
+
+#[test]
+fn artifacts_for_cpu_features_the_machine_lacks_are_refused_not_run() {
+    // The executor on an emulated CPU of the portable baseline that lacks optional features
+    // (qemu-user from scripts/prerequisites.sh): x86-64-v2 without AVX, Armv8.0-A without LSE.
+    let (emulator, model, lacked) = match std::env::consts::ARCH {
+        "x86_64" => ("qemu-x86_64-static", "Westmere", "avx2"),
+        "aarch64" => ("qemu-aarch64-static", "cortex-a53", "lse"),
+        // 32-bit ARM code gets no optional features: there is nothing to lack.
+        _ => return,
+    };
+    let dir = ScratchDir::new("wamr-lacking");
+    let add = AddParts::new(&dir);
+    let target = add.target;
+    // Code compiled with every optional feature, as `--native-cpu` writes it on a machine
+    // that has them all. WAMR's loader would load it, and the executor would die of SIGILL at
+    // the first such instruction.
+    let everything = CodeCpu::this_machine(target.cpu, |_| true);
+    let tag = wamr_profile::tag(RuntimeId::Wamr.locked_version(), target, &everything);
+    let artifact = add.artifact(wamr_profile::wrap(&tag, &add.aot));
+    let ex = Executor::start_launched(&[emulator, "-cpu", model], &["--allow-unsigned-artifacts"]);
+    let r = ex.init_code("lacking", &artifact, json!({}));
+    let error = r.expect(502).error();
+    assert!(
+        error.contains("CPU features this machine lacks (") && error.contains(lacked),
+        "{error}"
+    );
+    ex.run("lacking", json!({})).expect(404);
+    // The emulated executor goes on serving.
+    ex.init_action("interp", "add");
+    assert_eq!(
+        ex.run("interp", json!({"param1": 1, "param2": 2}))
             .expect(200)
             .json(),
         json!({"result": 3})

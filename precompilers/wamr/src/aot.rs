@@ -21,15 +21,15 @@ pub fn compile(wasm: &[u8], target: &AotTarget) -> anyhow::Result<Vec<u8>> {
     let _quiet = StdoutSilenced::begin();
     let module = Module::load(wasm)?;
 
-    let arch = target.arch.map(CString::new).transpose()?;
-    let abi = target.abi.map(CString::new).transpose()?;
-    let cpu = target.cpu.map(CString::new).transpose()?;
-    let arch_ptr = arch.as_ref().map_or(ptr::null(), |s| s.as_ptr());
+    let arch = CString::new(target.arch)?;
+    let abi = CString::new(target.abi)?;
+    let cpu = CString::new(target.code.model.cpu)?;
+    let features = target.code.llvm_features().map(CString::new).transpose()?;
     let stack_usage = ScratchFile::new("su")?;
 
     // SAFETY: `module.raw` is a loaded bytecode module (compiler mode loads only bytecode);
-    // `arch_ptr` is null or a NUL-terminated string that outlives the call.
-    let data = unsafe { sys::aot_create_comp_data(module.raw.cast(), arch_ptr, false) };
+    // `arch` is a NUL-terminated string that outlives the call.
+    let data = unsafe { sys::aot_create_comp_data(module.raw.cast(), arch.as_ptr(), false) };
     if data.is_null() {
         bail!("preparing the module for compilation: {}", last_error());
     }
@@ -40,13 +40,11 @@ pub fn compile(wasm: &[u8], target: &AotTarget) -> anyhow::Result<Vec<u8>> {
         // WAMR's default on Linux: small code model, code placed near the runtime.
         size_level: 3,
         output_format: sys::AOT_FORMAT_FILE,
-        target_arch: arch
-            .as_ref()
-            .map_or(ptr::null_mut(), |s| s.as_ptr().cast_mut()),
-        target_abi: abi
-            .as_ref()
-            .map_or(ptr::null_mut(), |s| s.as_ptr().cast_mut()),
-        target_cpu: cpu
+        target_arch: arch.as_ptr().cast_mut(),
+        target_abi: abi.as_ptr().cast_mut(),
+        target_cpu: cpu.as_ptr().cast_mut(),
+        // Only the features named in the tag: LLVM is never asked for the host's.
+        cpu_features: features
             .as_ref()
             .map_or(ptr::null_mut(), |s| s.as_ptr().cast_mut()),
         // With guard pages the runtime traps out-of-bounds memory accesses by signal; without

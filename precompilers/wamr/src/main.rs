@@ -46,7 +46,7 @@ impl Compiler for Wamr {
         let target = target::for_triple(target, native_cpu)?;
         let aot = aot::compile(wasm, &target)?;
         Ok(wamr_profile::wrap(
-            &wamr_profile::tag(version, target.profile),
+            &wamr_profile::tag(version, target.profile, &target.code),
             &aot,
         ))
     }

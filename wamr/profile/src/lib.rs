@@ -3,14 +3,19 @@
 //! AOT payload the precompiler writes carries its tag.
 //!
 //! WAMR's AOT loader checks an `.aot` file's architecture, ABI and a few feature flags, but not
-//! how the compiled code guards linear memory or whether it can be terminated: code compiled
-//! without bounds checks is only safe in a runtime that reserves guard pages. So the payload
-//! starts with a tag naming the WAMR version and this profile, and the executor refuses a payload
-//! whose tag differs from its own before WAMR sees a byte of it.
+//! how the compiled code guards linear memory, whether it can be terminated or which CPU
+//! features it uses: code compiled without bounds checks is only safe in a runtime that reserves
+//! guard pages, code with AVX2 instructions only on a CPU that has them. So the payload starts
+//! with a tag naming the WAMR version, this profile and the code's CPU, and the executor refuses
+//! a payload whose profile differs from its own, or whose CPU its host is not, before WAMR sees a
+//! byte of it.
 
 use thiserror::Error;
 
+pub mod cpu;
 mod sections;
+
+pub use cpu::{CodeCpu, CpuModel};
 
 pub use sections::{MAX_TABLE_ELEMENTS, check_tables, declares_start_function, largest_table};
 
@@ -40,6 +45,8 @@ pub struct TargetProfile {
     /// SSE4 or NEON. WAMR's compiler lowers SIMD for x86_64 and aarch64 only, so on 32-bit ARM
     /// both sides leave it out and a module that uses it is refused at /init.
     pub simd: bool,
+    /// The CPU code is compiled for and the features that may be added to it.
+    pub cpu: &'static CpuModel,
 }
 
 /// The profile's targets: 64-bit x86 and ARM, and 32-bit ARMv7 with hardware floating point
@@ -51,13 +58,20 @@ impl TargetProfile {
     /// a target triple with `armv7` read as `arm`).
     pub fn for_arch(arch: &str) -> Result<Self, UnsupportedArch> {
         match arch {
-            "x86_64" | "aarch64" => Ok(TargetProfile {
+            "x86_64" => Ok(TargetProfile {
                 hardware_bounds_checks: true,
                 simd: true,
+                cpu: &cpu::X86_64,
+            }),
+            "aarch64" => Ok(TargetProfile {
+                hardware_bounds_checks: true,
+                simd: true,
+                cpu: &cpu::AARCH64,
             }),
             "arm" | "armv7" => Ok(TargetProfile {
                 hardware_bounds_checks: false,
                 simd: false,
+                cpu: &cpu::ARMV7,
             }),
             other => Err(UnsupportedArch(other.to_owned())),
         }
@@ -90,8 +104,9 @@ pub const PAYLOAD_MAGIC: &[u8; 8] = b"OWWAMR01";
 /// Longest tag accepted when parsing (a real one is under 100 bytes).
 const MAX_TAG_LEN: usize = 1024;
 
-/// Names the WAMR version and every profile setting compiled code for `target` depends on.
-pub fn tag(wamr_version: &str, target: TargetProfile) -> String {
+/// Names the WAMR version and every profile setting compiled code for `target` depends on: what
+/// the executor's runtime must match exactly.
+pub fn profile_tag(wamr_version: &str, target: TargetProfile) -> String {
     let switches = [
         (BULK_MEMORY, "bulk-memory"),
         (REFERENCE_TYPES, "reference-types"),
@@ -111,6 +126,11 @@ pub fn tag(wamr_version: &str, target: TargetProfile) -> String {
     format!("wamr {wamr_version} [{}]", enabled.join(" "))
 }
 
+/// The whole tag of code compiled for `target` and `code`: the profile, then the CPU.
+pub fn tag(wamr_version: &str, target: TargetProfile, code: &CodeCpu) -> String {
+    format!("{} {code}", profile_tag(wamr_version, target))
+}
+
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum PayloadError {
     #[error("the artifact payload is not a WAMR AOT module written by wasm-precompile-wamr")]
@@ -119,6 +139,10 @@ pub enum PayloadError {
         "the artifact was compiled for {found}, but this executor runs {expected}; precompile it again with the matching wasm-precompile-wamr"
     )]
     ProfileMismatch { found: String, expected: String },
+    #[error(
+        "the artifact's code uses CPU features this machine lacks ({missing}); precompile it without --native-cpu, or with it on a machine like this one"
+    )]
+    MissingCpuFeatures { missing: String },
 }
 
 /// Prefixes an AOT file with the magic and `tag`.
@@ -132,8 +156,14 @@ pub fn wrap(tag: &str, aot: &[u8]) -> Vec<u8> {
     out
 }
 
-/// The AOT file inside `payload`, if its tag is exactly `expected`.
-pub fn unwrap<'a>(expected: &str, payload: &'a [u8]) -> Result<&'a [u8], PayloadError> {
+/// The AOT file inside `payload` and the CPU it was compiled for, if its tag is the profile
+/// `expected` followed by code for `model` that a machine with the features `has` runs.
+pub fn unwrap<'a>(
+    expected: &str,
+    model: &'static CpuModel,
+    has: impl Fn(&str) -> bool,
+    payload: &'a [u8],
+) -> Result<(&'a [u8], CodeCpu), PayloadError> {
     let rest = payload
         .strip_prefix(PAYLOAD_MAGIC)
         .ok_or(PayloadError::Malformed)?;
@@ -147,13 +177,21 @@ pub fn unwrap<'a>(expected: &str, payload: &'a [u8]) -> Result<&'a [u8], Payload
     }
     let found = rest.get(2..2 + len).ok_or(PayloadError::Malformed)?;
     let found = std::str::from_utf8(found).map_err(|_| PayloadError::Malformed)?;
-    if found != expected {
-        return Err(PayloadError::ProfileMismatch {
-            found: found.to_owned(),
-            expected: expected.to_owned(),
-        });
-    }
-    Ok(&rest[2 + len..])
+    let mismatch = || PayloadError::ProfileMismatch {
+        found: found.to_owned(),
+        expected: format!("{expected} {}", CodeCpu::portable(model)),
+    };
+    let cpu = found
+        .strip_prefix(expected)
+        .and_then(|rest| rest.strip_prefix(' '))
+        .ok_or_else(mismatch)?;
+    let code = CodeCpu::check(model, cpu, has).map_err(|refusal| match refusal {
+        cpu::CpuRefusal::Unknown => mismatch(),
+        cpu::CpuRefusal::Missing(missing) => PayloadError::MissingCpuFeatures {
+            missing: missing.join(", "),
+        },
+    })?;
+    Ok((&rest[2 + len..], code))
 }
 
 #[cfg(test)]
@@ -163,24 +201,56 @@ mod tests {
     const SIXTY_FOUR: TargetProfile = TargetProfile {
         hardware_bounds_checks: true,
         simd: true,
+        cpu: &cpu::X86_64,
     };
 
-    #[test]
-    fn payload_round_trips() {
-        let tag = tag("2.4.3", SIXTY_FOUR);
-        assert!(tag.starts_with("wamr 2.4.3 ["), "{tag}");
-        let payload = wrap(&tag, b"\0aot rest");
-        assert_eq!(unwrap(&tag, &payload), Ok(&b"\0aot rest"[..]));
+    fn portable() -> CodeCpu {
+        CodeCpu::portable(&cpu::X86_64)
+    }
+
+    fn unwrap_here(expected: &str, payload: &[u8]) -> Result<Vec<u8>, PayloadError> {
+        unwrap(expected, &cpu::X86_64, |_| true, payload).map(|(aot, _)| aot.to_vec())
     }
 
     #[test]
-    fn another_profile_or_garbage_is_refused() {
-        let payload = wrap(&tag("2.4.2", SIXTY_FOUR), b"\0aot");
-        match unwrap(&tag("2.4.3", SIXTY_FOUR), &payload) {
+    fn payload_round_trips() {
+        let native = CodeCpu::this_machine(&cpu::X86_64, |f| f == "avx2");
+        let tag = tag("2.4.3", SIXTY_FOUR, &native);
+        assert!(tag.starts_with("wamr 2.4.3 ["), "{tag}");
+        assert!(tag.ends_with("] cpu x86-64-v2 +avx2"), "{tag}");
+        let payload = wrap(&tag, b"\0aot rest");
+        let expected = profile_tag("2.4.3", SIXTY_FOUR);
+        assert_eq!(
+            unwrap(&expected, &cpu::X86_64, |_| true, &payload),
+            Ok((&b"\0aot rest"[..], native))
+        );
+    }
+
+    #[test]
+    fn another_profile_cpu_or_garbage_is_refused() {
+        let expected = profile_tag("2.4.3", SIXTY_FOUR);
+        let payload = wrap(&tag("2.4.2", SIXTY_FOUR, &portable()), b"\0aot");
+        match unwrap_here(&expected, &payload) {
             Err(PayloadError::ProfileMismatch { found, expected }) => {
                 assert!(found.contains("2.4.2") && expected.contains("2.4.3"));
+                assert!(expected.ends_with("] cpu x86-64-v2"), "{expected}");
             }
             other => panic!("{other:?}"),
+        }
+        // The tag before it named a CPU, and CPUs this profile does not compile for.
+        for found in [
+            expected.clone(),
+            format!("{expected} cpu x86-64-v3"),
+            format!("{expected}cpu x86-64-v2"),
+            format!("{expected} cpu x86-64-v2 +sha"),
+        ] {
+            assert!(
+                matches!(
+                    unwrap_here(&expected, &wrap(&found, b"\0aot")),
+                    Err(PayloadError::ProfileMismatch { .. })
+                ),
+                "{found}"
+            );
         }
         for bad in [
             &b""[..],
@@ -188,17 +258,46 @@ mod tests {
             b"OWWAMR01\xff\xff",
             b"\0aot\x01\0\0\0",
         ] {
-            assert_eq!(unwrap("x", bad), Err(PayloadError::Malformed));
+            assert_eq!(unwrap_here("x", bad), Err(PayloadError::Malformed));
         }
+    }
+
+    #[test]
+    fn code_for_features_the_host_lacks_is_refused_by_name() {
+        let expected = profile_tag("2.4.3", SIXTY_FOUR);
+        let native = CodeCpu::this_machine(&cpu::X86_64, |_| true);
+        let payload = wrap(&tag("2.4.3", SIXTY_FOUR, &native), b"\0aot");
+        let error = unwrap(
+            &expected,
+            &cpu::X86_64,
+            |f| !f.starts_with("avx512"),
+            &payload,
+        )
+        .unwrap_err();
+        assert_eq!(
+            error,
+            PayloadError::MissingCpuFeatures {
+                missing: "avx512f, avx512bw, avx512cd, avx512dq, avx512vl".into()
+            }
+        );
+        assert!(
+            error.to_string().contains("without --native-cpu"),
+            "{error}"
+        );
     }
 
     #[test]
     fn code_for_32_bit_arm_is_not_code_for_64_bit_machines() {
         let arm = TargetProfile::for_arch("arm").unwrap();
         assert_eq!(TargetProfile::for_arch("armv7"), Ok(arm));
-        assert_eq!(TargetProfile::for_arch("aarch64"), Ok(SIXTY_FOUR));
         assert_eq!(TargetProfile::for_arch("x86_64"), Ok(SIXTY_FOUR));
-        let (arm, wide) = (tag("2.4.3", arm), tag("2.4.3", SIXTY_FOUR));
+        let aarch64 = TargetProfile::for_arch("aarch64").unwrap();
+        assert_eq!(
+            profile_tag("2.4.3", aarch64),
+            profile_tag("2.4.3", SIXTY_FOUR)
+        );
+        assert_eq!(aarch64.cpu, &cpu::AARCH64);
+        let (arm, wide) = (profile_tag("2.4.3", arm), profile_tag("2.4.3", SIXTY_FOUR));
         assert!(
             arm.contains("bounds-checks") && !arm.contains("simd"),
             "{arm}"
@@ -207,8 +306,9 @@ mod tests {
             wide.contains("guard-pages") && wide.contains("simd"),
             "{wide}"
         );
+        let arm_code = format!("{arm} {}", CodeCpu::portable(&cpu::ARMV7));
         assert!(matches!(
-            unwrap(&wide, &wrap(&arm, b"\0aot")),
+            unwrap_here(&wide, &wrap(&arm_code, b"\0aot")),
             Err(PayloadError::ProfileMismatch { .. })
         ));
         assert!(TargetProfile::for_arch("riscv64").is_err());

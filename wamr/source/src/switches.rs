@@ -29,6 +29,12 @@ pub fn shared_switches(target: profile::TargetProfile) -> Vec<(&'static str, &'s
         ("WAMR_BUILD_GC", "0"),
         ("WAMR_BUILD_MEMORY64", "0"),
         ("WAMR_BUILD_EXCE_HANDLING", "0"),
+        // On x86_64 WAMR's cmake runs a WRGSBASE probe on the build machine and, when it works
+        // there, writes the linear memory's base to the GS register before every call into Wasm:
+        // only AOT code compiled with "segue" addressing reads it, and ours is not. A CPU
+        // without FSGSBASE (before Ivy Bridge) or a kernel before 5.9 then gets SIGILL on every
+        // activation, interpreted ones included: the build machine must not decide that.
+        ("WAMR_DISABLE_WRITE_GS_BASE", "1"),
     ]
 }
 

@@ -44,6 +44,9 @@ pub struct WamrBackend {
     watchdog: Watchdog,
     /// The profile tag AOT payloads must carry (see `wamr-profile`).
     tag: String,
+    /// The CPU model of this architecture's AOT code; a payload's CPU features are checked
+    /// against this machine's.
+    cpu: &'static wamr_profile::CpuModel,
     /// WASI's stdout and stderr descriptors: never written, since `fd_write` to them is captured,
     /// but the guest may query them.
     null_output: File,
@@ -80,9 +83,12 @@ impl Backend for WamrBackend {
             .write(true)
             .open("/dev/null")
             .context("opening /dev/null for the guests' stdio")?;
-        let tag = wamr_profile::tag(version, wamr_profile::TargetProfile::this_machine()?);
+        let target = wamr_profile::TargetProfile::this_machine()?;
+        let tag = wamr_profile::profile_tag(version, target);
+        let native = wamr_profile::CodeCpu::this_machine(target.cpu, wamr_profile::cpu::host_has);
         tracing::info!(
             %tag,
+            runs = %native,
             sources = wamr_runtime_sys::WAMR_SOURCES,
             max_instances = settings.max_instances,
             max_memory_mb = settings.max_memory_bytes >> 20,
@@ -93,6 +99,7 @@ impl Backend for WamrBackend {
         Ok(WamrBackend {
             watchdog,
             tag,
+            cpu: target.cpu,
             null_output,
         })
     }
@@ -111,11 +118,17 @@ impl Backend for WamrBackend {
                 wamr_profile::check_tables(wasm).map_err(PrepareError::Invalid)?;
                 (wasm, ModuleKind::Bytecode)
             }
-            PrepareInput::Precompiled(envelope) => (
-                wamr_profile::unwrap(&self.tag, &envelope.payload)
-                    .map_err(|e| PrepareError::Invalid(e.to_string()))?,
-                ModuleKind::Aot,
-            ),
+            PrepareInput::Precompiled(envelope) => {
+                let (aot, code) = wamr_profile::unwrap(
+                    &self.tag,
+                    self.cpu,
+                    wamr_profile::cpu::host_has,
+                    &envelope.payload,
+                )
+                .map_err(|e| PrepareError::Invalid(e.to_string()))?;
+                tracing::debug!(%code, "AOT module for this machine's CPU");
+                (aot, ModuleKind::Aot)
+            }
         };
         ffi::with_thread_env(|env| load_checked(env, code, expected))
             .map_err(|e| PrepareError::Internal(anyhow::anyhow!(e)))?
