@@ -47,7 +47,9 @@ pub fn run(platform: &dyn Platform, ctx: &Context) -> anyhow::Result<Vec<Sample>
                     }
                     let mut rng = StdRng::seed_from_u64(client as u64);
                     let mut seq = 0;
-                    while !containers.is_empty() && begun.elapsed() < end {
+                    // Every client that has a container calls at least once, even when its cold
+                    // starts outlasted the experiment (Docker's, on a loaded machine, in --quick).
+                    while !containers.is_empty() && (seq == 0 || begun.elapsed() < end) {
                         let pick = rng.gen_range(0..containers.len());
                         let (action, container) = &containers[pick];
                         let mut sample = load::timed_run(action, container.as_ref(), ctx.epoch);
