@@ -59,8 +59,11 @@ mod tests {
             for_triple("aarch64-unknown-linux-gnu", false).unwrap().arch,
             "aarch64v8"
         );
-        let native = for_triple(&wasm_artifact::host_target(), true).unwrap();
-        assert_eq!(native.code.model, x86.code.model);
+        let host = wasm_artifact::host_target();
+        let native = for_triple(&host, true).unwrap();
+        let portable = for_triple(&host, false).unwrap();
+        assert_eq!(native.code.model, portable.code.model);
+        assert!(portable.code.added.is_empty());
         assert!(native.code.added.iter().all(|f| cpu::host_has(f)));
         let arm = for_triple("armv7-unknown-linux-gnueabihf", false).unwrap();
         assert_eq!((arm.arch, arm.abi), ("armv7", "gnueabihf"));
