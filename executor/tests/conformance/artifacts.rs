@@ -1,5 +1,6 @@
 //! Precompiled artifacts: signed ones load, anything for another runtime, version or CPU, or
 //! unsigned without the operator's explicit trust, or tampered, is refused before loading.
+//! Code for a CPU level runs where the CPU has the level and is refused where it does not.
 //! Portable modules are compiled once and cached under their content hash.
 
 use std::path::{Path, PathBuf};
@@ -7,7 +8,10 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 use wasm_artifact::{OperatorKey, RuntimeId, sha256_hex};
 
-use crate::harness::{BUILD_RUNTIME, Executor, ScratchDir, action, executor_target, precompile};
+use crate::harness::{
+    BUILD_RUNTIME, Executor, ScratchDir, action, behind_launcher, executor_target, precompile,
+    try_precompile,
+};
 
 struct Keys {
     dir: ScratchDir,
@@ -184,6 +188,135 @@ fn artifacts_for_another_cpu_runtime_or_version_are_refused() {
         error.contains("0.0.1-old") && error.contains(&version),
         "{error}"
     );
+}
+
+/// The CPU levels of `wasm-precompile --cpu` for this machine's architecture, and whether this
+/// machine has each (every feature of it that any backend's code may use).
+fn levels_of_this_machine() -> Vec<(&'static str, bool)> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        let v2 = has!("sse3")
+            && has!("ssse3")
+            && has!("sse4.1")
+            && has!("sse4.2")
+            && has!("popcnt")
+            && has!("cmpxchg16b");
+        let v3 = v2
+            && has!("avx")
+            && has!("avx2")
+            && has!("bmi1")
+            && has!("bmi2")
+            && has!("fma")
+            && has!("f16c")
+            && has!("lzcnt")
+            && has!("movbe");
+        let v4 = v3
+            && has!("avx512f")
+            && has!("avx512bw")
+            && has!("avx512cd")
+            && has!("avx512dq")
+            && has!("avx512vl");
+        vec![("x86-64-v2", v2), ("x86-64-v3", v3), ("x86-64-v4", v4)]
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        use std::arch::is_aarch64_feature_detected as has;
+        let a76 = has!("crc") && has!("lse") && has!("rcpc") && has!("dotprod") && has!("fp16");
+        vec![("cortex-a72", has!("crc")), ("cortex-a76", a76)]
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    Vec::new()
+}
+
+#[test]
+fn code_for_a_cpu_level_runs_where_the_cpu_has_it_and_is_refused_elsewhere() {
+    let target = executor_target();
+    if target != wasm_artifact::host_target() {
+        // An emulated executor of another architecture: this machine's CPU says nothing
+        // about the emulated one's.
+        return;
+    }
+    let keys = Keys::new();
+    let ex = Executor::start_with(&["--trusted-key", &keys.public()]);
+    let params = json!({"iterations": 500, "input": "levels"});
+    let portable = precompile(
+        &action("hash"),
+        &target,
+        Some(&keys.private()),
+        &keys.dir.0.join("p.zip"),
+    );
+    ex.init_code("portable", &portable, json!({})).expect(200);
+    let expected = ex.run("portable", params.clone()).expect(200).json();
+    for (level, has) in levels_of_this_machine() {
+        let zip = precompile_level(&keys, &target, level);
+        let r = ex.init_code(level, &zip, json!({}));
+        // Where this CPU lacks the level, a backend whose code uses none of the missing
+        // features (wasmer's LLVM names no Arm feature beyond NEON) loads it: it must then
+        // compute what portable code does. Otherwise it is refused, never run.
+        if has || r.status == 200 {
+            r.expect(200);
+            assert_eq!(
+                ex.run(level, params.clone()).expect(200).json(),
+                expected,
+                "{level}"
+            );
+        } else {
+            assert!(!r.expect(502).error().is_empty(), "{level}");
+        }
+    }
+    // A level of another architecture is refused by the precompiler, by name.
+    let other = if target.starts_with("aarch64") {
+        "x86-64-v3"
+    } else {
+        "cortex-a76"
+    };
+    let error = try_precompile(
+        &action("add"),
+        &target,
+        &["--cpu", other],
+        None,
+        &keys.dir.0.join("o.zip"),
+    )
+    .unwrap_err();
+    assert!(error.contains(other) && error.contains("not of"), "{error}");
+
+    // On an x86_64 machine, the executor on an emulated CPU with SSE4.2 but no AVX (qemu-user,
+    // from `scripts/prerequisites.sh wamr`) refuses x86-64-v3 code instead of dying of SIGILL
+    // at its first AVX instruction, and goes on serving. (Not where a launcher runs the
+    // executor, such as the OCI image: there is no binary of it here to emulate.)
+    if !cfg!(target_arch = "x86_64") || behind_launcher() {
+        return;
+    }
+    let v3 = precompile_level(&keys, &target, "x86-64-v3");
+    let emulated = Executor::start_launched(
+        &["qemu-x86_64-static", "-cpu", "Westmere"],
+        &["--trusted-key", &keys.public(), "--max-instances", "32"],
+    );
+    let r = emulated.init_code("v3", &v3, json!({}));
+    let error = r.expect(502).error();
+    assert!(error.to_lowercase().contains("avx"), "{error}");
+    emulated.run("v3", json!({})).expect(404);
+    emulated.init_action("add", "add");
+    assert_eq!(
+        emulated
+            .run("add", json!({"param1": 1, "param2": 2}))
+            .expect(200)
+            .json(),
+        json!({"result": 3})
+    );
+}
+
+/// `hash` compiled for the CPU level `level`, signed.
+fn precompile_level(keys: &Keys, target: &str, level: &str) -> Vec<u8> {
+    try_precompile(
+        &action("hash"),
+        target,
+        &["--cpu", level],
+        Some(&keys.private()),
+        &keys.dir.0.join(format!("{level}.zip")),
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Compiled modules in the cache below `dir` (its entries are `*.bin`).

@@ -124,8 +124,8 @@ impl Executor {
     }
 
     /// Like `start_with`, behind `launcher` (a command prefix, such as an emulator of another
-    /// CPU) instead of `WASM_EXECUTOR_LAUNCHER`. Used by the WAMR tests, not by the suite.
-    #[allow(dead_code)]
+    /// CPU) instead of `WASM_EXECUTOR_LAUNCHER`: this build's executor (or `WASM_EXECUTOR_BIN`),
+    /// so not for suites whose executor only their launcher can start ([`behind_launcher`]).
     pub fn start_launched(launcher: &[&str], extra: &[&str]) -> Self {
         let words = launcher.iter().map(|w| w.to_string()).collect();
         Self::healthy(Self::spawn_behind(Some(words), extra, &[]))
@@ -191,7 +191,13 @@ impl Executor {
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()
-            .expect("starting wasm-executor");
+            .unwrap_or_else(|e| {
+                // A launcher such as qemu-user comes from scripts/prerequisites.sh.
+                panic!(
+                    "starting {}: {e} (missing tools: scripts/prerequisites.sh)",
+                    command.get_program().to_string_lossy()
+                )
+            });
         let token = extra
             .iter()
             .position(|a| *a == "--auth-token-file")
@@ -508,6 +514,12 @@ fn launcher() -> Option<Vec<String>> {
     (!words.is_empty()).then_some(words)
 }
 
+/// Whether the executor under test is started by a launcher (`WASM_EXECUTOR_LAUNCHER`: an
+/// emulator, or the OCI image), rather than run directly.
+pub fn behind_launcher() -> bool {
+    launcher().is_some()
+}
+
 /// The target the executor under test was built for (`WASM_EXECUTOR_TARGET`, else this host's):
 /// what `/health` reports and what its artifacts are precompiled for.
 pub fn executor_target() -> String {
@@ -539,7 +551,7 @@ fn code_for_executor(code: &[u8]) -> Vec<u8> {
     if let Ok(zip) = std::fs::read(&out) {
         return zip;
     }
-    try_precompile(code, &executor_target(), None, &out).unwrap_or_else(|_| code.to_vec())
+    try_precompile(code, &executor_target(), &[], None, &out).unwrap_or_else(|_| code.to_vec())
 }
 
 fn parse_response(raw: &[u8]) -> Response {
@@ -605,13 +617,14 @@ pub const BUILD_RUNTIME: &str = if cfg!(feature = "wasmtime") {
 /// `wasm` for `target`, signed with `key` when given, and returns the zip it wrote to `out`.
 #[track_caller]
 pub fn precompile(wasm: &[u8], target: &str, key: Option<&Path>, out: &Path) -> Vec<u8> {
-    try_precompile(wasm, target, key, out).unwrap_or_else(|e| panic!("{e}"))
+    try_precompile(wasm, target, &[], key, out).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// [`precompile`], with the precompiler's refusal as the error.
+/// [`precompile`] with `extra` arguments, with the precompiler's refusal as the error.
 pub fn try_precompile(
     wasm: &[u8],
     target: &str,
+    extra: &[&str],
     key: Option<&Path>,
     out: &Path,
 ) -> Result<Vec<u8>, String> {
@@ -623,7 +636,8 @@ pub fn try_precompile(
     command
         .arg(&input)
         .args(["--target", target, "--zip", "-o"])
-        .arg(out);
+        .arg(out)
+        .args(extra);
     if let Some(key) = key {
         command.arg("--sign-key").arg(key);
     }

@@ -154,7 +154,7 @@ fn a_signed_zipped_artifact_runs_as_aot_code_with_the_interpreters_results() {
         (
             "native",
             Some("--native-cpu"),
-            CodeCpu::this_machine(target.cpu, wamr_profile::cpu::host_has),
+            CodeCpu::with_optional(target.cpu, wamr_profile::cpu::host_has),
         ),
     ] {
         let zip = dir.0.join(format!("{id}.zip"));
@@ -359,7 +359,7 @@ fn artifacts_for_cpu_features_the_machine_lacks_are_refused_not_run() {
     // Code compiled with every optional feature, as `--native-cpu` writes it on a machine
     // that has them all. WAMR's loader would load it, and the executor would die of SIGILL at
     // the first such instruction.
-    let everything = CodeCpu::this_machine(target.cpu, |_| true);
+    let everything = CodeCpu::with_optional(target.cpu, |_| true);
     let tag = wamr_profile::tag(RuntimeId::Wamr.locked_version(), target, &everything);
     let artifact = add.artifact(wamr_profile::wrap(&tag, &add.aot));
     let ex = Executor::start_launched(&[emulator, "-cpu", model], &["--allow-unsigned-artifacts"]);

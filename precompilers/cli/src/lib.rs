@@ -2,11 +2,15 @@
 //! zipping for `wsk action create`, and the report of what was produced. A runtime binary only
 //! supplies [`Compiler::compile`].
 
+pub mod cpu;
+
 use std::{path::PathBuf, process::ExitCode};
 
 use anyhow::{Context, bail};
 use clap::Parser;
 use wasm_artifact::{Envelope, OperatorKey, RuntimeId, host_target, package};
+
+pub use cpu::{CpuLevel, TargetCpu};
 
 /// Compiles portable Wasm to one runtime's native code.
 pub trait Compiler {
@@ -17,9 +21,9 @@ pub trait Compiler {
         vec![host_target(), "aarch64-unknown-linux-gnu".into()]
     }
 
-    /// Native code for `target`; `native_cpu` allows the build machine's CPU features
-    /// (only meaningful when `target` is the host).
-    fn compile(&self, wasm: &[u8], target: &str, native_cpu: bool) -> anyhow::Result<Vec<u8>>;
+    /// Native code for `target` and `cpu` (the driver checked that a level is one of the
+    /// target's architecture, and that `ThisMachine` is only asked for the host).
+    fn compile(&self, wasm: &[u8], target: &str, cpu: TargetCpu) -> anyhow::Result<Vec<u8>>;
 }
 
 /// Precompile a WebAssembly module ahead of time for the executor.
@@ -36,9 +40,14 @@ pub struct Args {
     #[arg(long, default_value_t = host_target())]
     pub target: String,
 
-    /// Use every CPU feature of this machine instead of the target's portable baseline.
-    #[arg(long)]
+    /// Use every CPU feature of this machine instead of the target's portable baseline; machines
+    /// without them refuse the artifact at /init.
+    #[arg(long, conflicts_with = "cpu")]
     pub native_cpu: bool,
+
+    #[arg(long, value_name = "LEVEL", long_help = cpu::levels_help())]
+    /// Compile for a named CPU level (x86-64-v3, cortex-a76, …) instead of the portable baseline.
+    pub cpu: Option<String>,
 
     /// The operator's private key (PEM) to sign the artifact with.
     #[arg(long)]
@@ -69,12 +78,15 @@ fn run<C: Compiler>(compiler: &C, args: Args) -> anyhow::Result<()> {
             compiler.supported_targets().join(", ")
         );
     }
-    if args.native_cpu && args.target != host_target() {
-        bail!(
+    let cpu = match (&args.cpu, args.native_cpu) {
+        (Some(level), _) => TargetCpu::Level(CpuLevel::for_target(level, &args.target)?),
+        (None, true) if args.target != host_target() => bail!(
             "--native-cpu only applies when compiling for this machine ({})",
             host_target()
-        );
-    }
+        ),
+        (None, true) => TargetCpu::ThisMachine,
+        (None, false) => TargetCpu::Portable,
+    };
     let wasm =
         std::fs::read(&args.input).with_context(|| format!("reading {}", args.input.display()))?;
     if !wasm.starts_with(b"\0asm") {
@@ -84,7 +96,7 @@ fn run<C: Compiler>(compiler: &C, args: Args) -> anyhow::Result<()> {
         );
     }
     let payload = compiler
-        .compile(&wasm, &args.target, args.native_cpu)
+        .compile(&wasm, &args.target, cpu)
         .with_context(|| format!("compiling {} with {}", args.input.display(), C::RUNTIME))?;
     let mut envelope = Envelope::new(C::RUNTIME, &args.target, &wasm, payload);
     if let Some(path) = &args.sign_key {
@@ -115,10 +127,10 @@ fn run<C: Compiler>(compiler: &C, args: Args) -> anyhow::Result<()> {
         envelope.header.runtime,
         envelope.header.runtime_version,
         envelope.header.target,
-        if args.native_cpu {
-            " (this CPU's features)"
-        } else {
-            ""
+        match cpu {
+            TargetCpu::Portable => String::new(),
+            TargetCpu::ThisMachine => " (this CPU's features)".into(),
+            TargetCpu::Level(level) => format!(" (CPU level {})", level.name),
         },
         bytes.len(),
         if envelope.is_signed() {

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 use wasm_artifact::{RuntimeId, host_target};
-use wasm_precompile::Compiler;
+use wasm_precompile::{Compiler, TargetCpu};
 
 struct Wamr;
 
@@ -26,7 +26,7 @@ impl Compiler for Wamr {
         ]
     }
 
-    fn compile(&self, wasm: &[u8], target: &str, native_cpu: bool) -> anyhow::Result<Vec<u8>> {
+    fn compile(&self, wasm: &[u8], target: &str, cpu: TargetCpu) -> anyhow::Result<Vec<u8>> {
         let version = wamr_compiler_sys::WAMR_VERSION;
         if version != RuntimeId::Wamr.locked_version() {
             bail!(
@@ -43,7 +43,7 @@ impl Compiler for Wamr {
             );
         }
         wamr_profile::check_tables(wasm).map_err(anyhow::Error::msg)?;
-        let target = target::for_triple(target, native_cpu)?;
+        let target = target::for_triple(target, cpu)?;
         let aot = aot::compile(wasm, &target)?;
         Ok(wamr_profile::wrap(
             &wamr_profile::tag(version, target.profile, &target.code),

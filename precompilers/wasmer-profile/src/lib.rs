@@ -29,18 +29,21 @@ pub fn features() -> Features {
     features
 }
 
+/// Features wasmer's compiler has no name for: its code never uses them, so an artifact
+/// compiled for a CPU level that includes them does not need them either.
+pub const UNNAMED_FEATURES: &[&str] = &[
+    "cx16", "sahf", "f16c", "movbe", "avx512bw", "avx512cd", "lse", "rcpc", "dotprod", "fullfp16",
+    "crc",
+];
+
 /// The compilation target for `triple`: the architecture's baseline CPU features, so an
-/// artifact runs on every CPU of that architecture, or this machine's own with `native_cpu`.
-pub fn target(triple: &str, native_cpu: bool) -> anyhow::Result<Target> {
+/// artifact runs on every CPU of that architecture, plus `extra` (LLVM's names, such as a CPU
+/// level's) where wasmer has a name for them. Wasmer records them in the artifact and refuses
+/// it on a machine without them. This machine's own features are [`host_target`].
+pub fn target(triple: &str, extra: &[&str]) -> anyhow::Result<Target> {
     let parsed = Triple::from_str(triple)
         .map_err(|e| anyhow::anyhow!("{e}"))
         .with_context(|| format!("parsing target triple {triple:?}"))?;
-    if native_cpu {
-        if parsed != Triple::host() {
-            bail!("the native CPU's features only apply when compiling for this machine");
-        }
-        return Ok(Target::new(parsed, CpuFeature::for_host()));
-    }
     let mut cpu = CpuFeature::set();
     match parsed.architecture {
         // x86-64 v1 includes SSE2; everything newer is optional on some CPU still in service.
@@ -52,6 +55,15 @@ pub fn target(triple: &str, native_cpu: bool) -> anyhow::Result<Target> {
             cpu.insert(CpuFeature::NEON);
         }
         other => bail!("no baseline CPU features are defined for {other}"),
+    }
+    for feature in extra {
+        match CpuFeature::from_str(feature) {
+            Ok(known) => {
+                cpu.insert(known);
+            }
+            Err(_) if UNNAMED_FEATURES.contains(feature) => {}
+            Err(_) => bail!("unknown CPU feature {feature:?}"),
+        }
     }
     Ok(Target::new(parsed, cpu))
 }
@@ -67,12 +79,20 @@ mod tests {
 
     #[test]
     fn baseline_targets_are_portable() {
-        let x86 = target("x86_64-unknown-linux-gnu", false).unwrap();
+        let x86 = target("x86_64-unknown-linux-gnu", &[]).unwrap();
         assert_eq!(x86.cpu_features().len(), 1);
-        let arm = target("aarch64-unknown-linux-gnu", false).unwrap();
+        let arm = target("aarch64-unknown-linux-gnu", &[]).unwrap();
         assert!(arm.cpu_features().contains(CpuFeature::NEON));
-        assert!(target("riscv64gc-unknown-linux-gnu", false).is_err());
-        assert!(target("not a triple", false).is_err());
+        assert!(target("riscv64gc-unknown-linux-gnu", &[]).is_err());
+        assert!(target("not a triple", &[]).is_err());
+    }
+
+    #[test]
+    fn extra_features_are_added_where_wasmer_names_them() {
+        let v3 = target("x86_64-unknown-linux-gnu", &["avx2", "bmi", "movbe"]).unwrap();
+        let expected = CpuFeature::SSE2 | CpuFeature::AVX2 | CpuFeature::BMI1;
+        assert_eq!(*v3.cpu_features(), expected);
+        assert!(target("x86_64-unknown-linux-gnu", &["avx9000"]).is_err());
     }
 
     #[test]

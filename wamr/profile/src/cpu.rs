@@ -4,10 +4,10 @@
 //! for a CPU the host is not would stop the whole executor with SIGILL at its first such
 //! instruction.
 //!
-//! Code is compiled for the architecture's portable CPU plus, with `--native-cpu`, the optional
-//! features of the build machine from a fixed list. LLVM is never told the host's CPU model:
-//! a model name implies features a virtual machine may not expose, and a list we did not write
-//! could not be checked.
+//! Code is compiled for the architecture's portable CPU plus optional features from a fixed
+//! list: the build machine's (`--native-cpu`) or a CPU level's (`--cpu x86-64-v3`). LLVM is
+//! never told the host's CPU model: a model name implies features a virtual machine may not
+//! expose, and a list we did not write could not be checked.
 
 use std::fmt;
 
@@ -19,7 +19,7 @@ pub struct CpuModel {
     pub cpu: &'static str,
     /// Features that CPU implies, which code compiled for it may use.
     pub baseline: &'static [&'static str],
-    /// Features `--native-cpu` adds when the build machine has them.
+    /// Features `--native-cpu` adds when the build machine has them, and `--cpu` levels add.
     pub optional: &'static [&'static str],
 }
 
@@ -79,8 +79,9 @@ impl CodeCpu {
         }
     }
 
-    /// Code using every optional feature `has` says this machine has.
-    pub fn this_machine(model: &'static CpuModel, has: impl Fn(&str) -> bool) -> Self {
+    /// Code using the optional features `has` accepts: those of this machine
+    /// (`cpu::host_has`, for `--native-cpu`) or of a CPU level.
+    pub fn with_optional(model: &'static CpuModel, has: impl Fn(&str) -> bool) -> Self {
         CodeCpu {
             model,
             added: model.optional.iter().copied().filter(|f| has(f)).collect(),
@@ -230,7 +231,7 @@ mod tests {
 
     #[test]
     fn native_code_names_what_it_adds_and_round_trips() {
-        let code = CodeCpu::this_machine(&X86_64, |f| ["avx", "avx2", "bmi"].contains(&f));
+        let code = CodeCpu::with_optional(&X86_64, |f| ["avx", "avx2", "bmi"].contains(&f));
         assert_eq!(code.to_string(), "cpu x86-64-v2 +avx +avx2 +bmi");
         assert_eq!(code.llvm_features().as_deref(), Some("+avx,+avx2,+bmi"));
         assert_eq!(

@@ -140,7 +140,7 @@ pub enum PayloadError {
     )]
     ProfileMismatch { found: String, expected: String },
     #[error(
-        "the artifact's code uses CPU features this machine lacks ({missing}); precompile it without --native-cpu, or with it on a machine like this one"
+        "the artifact's code uses CPU features this machine lacks ({missing}); precompile it for a CPU level this machine has (--cpu) or the portable baseline, or with --native-cpu on a machine like this one"
     )]
     MissingCpuFeatures { missing: String },
 }
@@ -214,7 +214,7 @@ mod tests {
 
     #[test]
     fn payload_round_trips() {
-        let native = CodeCpu::this_machine(&cpu::X86_64, |f| f == "avx2");
+        let native = CodeCpu::with_optional(&cpu::X86_64, |f| f == "avx2");
         let tag = tag("2.4.3", SIXTY_FOUR, &native);
         assert!(tag.starts_with("wamr 2.4.3 ["), "{tag}");
         assert!(tag.ends_with("] cpu x86-64-v2 +avx2"), "{tag}");
@@ -265,7 +265,7 @@ mod tests {
     #[test]
     fn code_for_features_the_host_lacks_is_refused_by_name() {
         let expected = profile_tag("2.4.3", SIXTY_FOUR);
-        let native = CodeCpu::this_machine(&cpu::X86_64, |_| true);
+        let native = CodeCpu::with_optional(&cpu::X86_64, |_| true);
         let payload = wrap(&tag("2.4.3", SIXTY_FOUR, &native), b"\0aot");
         let error = unwrap(
             &expected,
@@ -281,7 +281,9 @@ mod tests {
             }
         );
         assert!(
-            error.to_string().contains("without --native-cpu"),
+            error
+                .to_string()
+                .contains("a CPU level this machine has (--cpu)"),
             "{error}"
         );
     }

@@ -85,7 +85,7 @@ impl Backend for WamrBackend {
             .context("opening /dev/null for the guests' stdio")?;
         let target = wamr_profile::TargetProfile::this_machine()?;
         let tag = wamr_profile::profile_tag(version, target);
-        let native = wamr_profile::CodeCpu::this_machine(target.cpu, wamr_profile::cpu::host_has);
+        let native = wamr_profile::CodeCpu::with_optional(target.cpu, wamr_profile::cpu::host_has);
         tracing::info!(
             %tag,
             runs = %native,
