@@ -94,7 +94,10 @@ pub fn run(args: &GatewayArgs) -> anyhow::Result<()> {
     let name = platform.name().to_owned();
     let handler = {
         let invoker = Arc::clone(&invoker);
-        move |request: &Request| handle(&invoker, &name, &net_url, request)
+        move |request: Request| -> server::Answer {
+            let (invoker, name, net_url) = (Arc::clone(&invoker), name.clone(), net_url.clone());
+            Box::pin(async move { handle(&invoker, &name, &net_url, &request).await })
+        }
     };
     let server = server::Server::start(&[args.listen], Arc::new(handler))
         .with_context(|| format!("listening on {}", args.listen))?;
@@ -108,7 +111,7 @@ pub fn run(args: &GatewayArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn handle(invoker: &Invoker, platform: &str, net_url: &str, request: &Request) -> Response {
+async fn handle(invoker: &Invoker, platform: &str, net_url: &str, request: &Request) -> Response {
     let error = |status, message: String| Response::json(status, &json!({"error": message}));
     if request.method == "GET" && request.path == "/health" {
         return Response::json(200, &json!({"platform": platform}));
@@ -140,7 +143,7 @@ fn handle(invoker: &Invoker, platform: &str, net_url: &str, request: &Request) -
         json!({})
     };
     let action = Action::new(name, kind, bound);
-    match invoker.invoke(&action, &params) {
+    match invoker.invoke(&action, &params).await {
         Ok(activation) => Response {
             status: activation.result.status,
             headers: vec![

@@ -1,6 +1,8 @@
-//! A minimal blocking HTTP/1.1 client over `std::net::TcpStream`, just enough for the
-//! executor's API: `Content-Length` bodies both ways, a new connection per request (as
-//! OpenWhisk's invoker does) or one kept-alive connection, and no hidden work on the timed path.
+//! A minimal HTTP/1.1 client, just enough for the executor's API: `Content-Length` bodies both
+//! ways and no hidden work on the timed path. Blocking over `std::net::TcpStream` (a new
+//! connection per request, as OpenWhisk's invoker does, or one kept-alive connection), and
+//! async over tokio's for the open-loop generator (a new connection per request), so that an
+//! activation waiting for its answer holds no thread.
 
 use std::{
     io::{Read, Write},
@@ -89,13 +91,14 @@ impl Client {
         };
         let keep_alive = self.mode == ConnMode::KeepAlive;
         self.out.clear();
-        write!(
-            self.out,
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: {}\r\n\r\n",
+        write_head(
+            &mut self.out,
+            method,
+            path,
             self.addr,
             body.len(),
-            if keep_alive { "keep-alive" } else { "close" }
-        )?;
+            keep_alive,
+        );
         if body.len() <= COALESCE_LIMIT {
             self.out.extend_from_slice(body);
             stream.write_all(&self.out).context("sending the request")?;
@@ -121,19 +124,54 @@ fn connect(addr: SocketAddr) -> anyhow::Result<TcpStream> {
     Ok(stream)
 }
 
-/// Reads one response; also says whether the server keeps the connection open.
-fn read_response(stream: &mut TcpStream, buf: &mut Vec<u8>) -> anyhow::Result<(Response, bool)> {
-    buf.clear();
-    let head_end = loop {
-        if let Some(pos) = find_head_end(buf) {
-            break pos;
+/// Writes a request head to `out`.
+fn write_head(
+    out: &mut Vec<u8>,
+    method: &str,
+    path: &str,
+    host: SocketAddr,
+    length: usize,
+    keep_alive: bool,
+) {
+    let connection = if keep_alive { "keep-alive" } else { "close" };
+    // Writing to a Vec cannot fail.
+    let _ = write!(
+        out,
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {length}\r\nConnection: {connection}\r\n\r\n"
+    );
+}
+
+/// What a complete response head says.
+struct Head {
+    status: u16,
+    /// Where the body starts in the buffer, and its length.
+    body_start: usize,
+    length: usize,
+    /// The server keeps the connection open.
+    keeps: bool,
+}
+
+impl Head {
+    /// Bytes the whole response takes in the buffer.
+    fn end(&self) -> usize {
+        self.body_start + self.length
+    }
+
+    fn response(&self, buf: &[u8]) -> Response {
+        Response {
+            status: self.status,
+            body: buf[self.body_start..self.end()].to_vec(),
         }
+    }
+}
+
+/// The response head at the start of `buf`, or `None` while it is incomplete.
+fn parse_head(buf: &[u8]) -> anyhow::Result<Option<Head>> {
+    let Some(head_end) = find_head_end(buf) else {
         if buf.len() > MAX_HEAD {
             bail!("response head longer than {MAX_HEAD} bytes");
         }
-        if fill(stream, buf)? == 0 {
-            bail!("connection closed before a complete response head");
-        }
+        return Ok(None);
     };
     let head = std::str::from_utf8(&buf[..head_end]).context("response head is not UTF-8")?;
     let mut lines = head.split("\r\n");
@@ -158,15 +196,90 @@ fn read_response(stream: &mut TcpStream, buf: &mut Vec<u8>) -> anyhow::Result<(R
             bail!("chunked responses are not supported (the executor always sends Content-Length)");
         }
     }
-    let length = content_length.context("response without Content-Length")?;
-    let body_start = head_end + 4;
-    while buf.len() < body_start + length {
+    Ok(Some(Head {
+        status,
+        body_start: head_end + 4,
+        length: content_length.context("response without Content-Length")?,
+        keeps,
+    }))
+}
+
+/// Reads one response; also says whether the server keeps the connection open.
+fn read_response(stream: &mut TcpStream, buf: &mut Vec<u8>) -> anyhow::Result<(Response, bool)> {
+    buf.clear();
+    let head = loop {
+        if let Some(head) = parse_head(buf)? {
+            break head;
+        }
+        if fill(stream, buf)? == 0 {
+            bail!("connection closed before a complete response head");
+        }
+    };
+    while buf.len() < head.end() {
         if fill(stream, buf)? == 0 {
             bail!("connection closed inside the response body");
         }
     }
-    let body = buf[body_start..body_start + length].to_vec();
-    Ok((Response { status, body }, keeps))
+    Ok((head.response(buf), head.keeps))
+}
+
+/// Sends one POST on a new connection and reads the whole answer, as the blocking client in
+/// `ConnMode::New` does, without holding a thread meanwhile; fails after the socket time limit.
+pub async fn post_async(addr: SocketAddr, path: &str, body: &[u8]) -> anyhow::Result<Response> {
+    tokio::time::timeout(IO_TIMEOUT, exchange(addr, path, body))
+        .await
+        .with_context(|| format!("no answer from {addr} within {IO_TIMEOUT:?}"))?
+}
+
+async fn exchange(addr: SocketAddr, path: &str, body: &[u8]) -> anyhow::Result<Response> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .with_context(|| format!("connecting to {addr}"))?;
+    stream.set_nodelay(true)?;
+    let mut out = Vec::with_capacity(512 + body.len().min(COALESCE_LIMIT));
+    write_head(&mut out, "POST", path, addr, body.len(), false);
+    if body.len() <= COALESCE_LIMIT {
+        out.extend_from_slice(body);
+        stream
+            .write_all(&out)
+            .await
+            .context("sending the request")?;
+    } else {
+        stream
+            .write_all(&out)
+            .await
+            .context("sending the request head")?;
+        stream
+            .write_all(body)
+            .await
+            .context("sending the request body")?;
+    }
+    let mut buf = Vec::with_capacity(4096);
+    let head = loop {
+        if let Some(head) = parse_head(&buf)? {
+            break head;
+        }
+        if stream
+            .read_buf(&mut buf)
+            .await
+            .context("reading the response")?
+            == 0
+        {
+            bail!("connection closed before a complete response head");
+        }
+    };
+    while buf.len() < head.end() {
+        if stream
+            .read_buf(&mut buf)
+            .await
+            .context("reading the response")?
+            == 0
+        {
+            bail!("connection closed inside the response body");
+        }
+    }
+    Ok(head.response(&buf))
 }
 
 fn find_head_end(buf: &[u8]) -> Option<usize> {
@@ -212,5 +325,46 @@ mod tests {
         assert_eq!((a.status, a.body.as_slice()), (200, b"{}".as_slice()));
         let b = client.get("/y").unwrap();
         assert_eq!((b.status, b.body_text().as_str()), (404, "nope!"));
+    }
+
+    #[test]
+    fn the_async_client_reads_an_answer_that_arrives_in_pieces() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut request = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !request.ends_with(b"{\"a\":1}") {
+                let n = s.read(&mut buf).unwrap();
+                request.extend_from_slice(&buf[..n]);
+            }
+            for piece in [
+                "HTTP/1.1 200 OK\r\nContent-",
+                "Length: 7\r\n\r\n{\"b\"",
+                ":2}",
+            ] {
+                s.write_all(piece.as_bytes()).unwrap();
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            String::from_utf8(request).unwrap()
+        });
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let response = runtime
+            .block_on(post_async(addr, "/x/run", br#"{"a":1}"#))
+            .unwrap();
+        assert_eq!(
+            (response.status, response.body_text().as_str()),
+            (200, r#"{"b":2}"#)
+        );
+        let request = server.join().unwrap();
+        assert!(request.starts_with("POST /x/run HTTP/1.1\r\n"), "{request}");
+        assert!(
+            request.contains("Content-Length: 7\r\nConnection: close\r\n"),
+            "{request}"
+        );
     }
 }

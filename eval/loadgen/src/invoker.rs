@@ -7,15 +7,16 @@
 //! grace period (on platforms that suspend) and removed after an idle timeout.
 
 use std::{
-    sync::{Arc, Condvar, Mutex, MutexGuard},
+    sync::{Arc, Mutex, MutexGuard},
     time::{Duration, Instant},
 };
 
 use serde_json::Value;
+use tokio::sync::Notify;
 
 use crate::{
     failures,
-    platform::{Action, Container, Platform, RunResult},
+    platform::{self, Action, Container, Platform, RunResult, blocking},
 };
 
 #[derive(Debug, Clone)]
@@ -136,11 +137,34 @@ struct Lease {
     container: Arc<Box<dyn Container>>,
 }
 
+/// What an activation does next, decided under the pool's lock.
+enum Step {
+    /// Run on a warm container of its action with room.
+    Warm(Lease),
+    /// Resume a suspended one first.
+    Resume(Lease),
+    /// Wait for container `.0`, being created with room reserved for this activation.
+    Join(u64),
+    /// Create container `id`, after removing `evicted` to make room.
+    Create {
+        id: u64,
+        evicted: Option<Box<dyn Container>>,
+    },
+    /// Nothing is free: wait for the pool to change.
+    Wait,
+}
+
+/// The pool. Activations are async: one waiting for room, for a container being created or
+/// for its answer holds no thread, so an open-loop generator drives thousands of them from one
+/// thread; containers reached over HTTP take activations on async sockets, other platform work
+/// (creating, pausing, removing) runs on tokio's blocking threads. Activations must be run to
+/// completion (not dropped half-way), or the room they reserved is not given back.
 pub struct Invoker {
     platform: Arc<dyn Platform>,
     config: PoolConfig,
     state: Mutex<PoolState>,
-    changed: Condvar,
+    /// Woken whenever a container is created, freed, suspended, resumed or removed.
+    changed: Notify,
 }
 
 impl Invoker {
@@ -150,7 +174,7 @@ impl Invoker {
             platform,
             config,
             state: Mutex::new(PoolState::default()),
-            changed: Condvar::new(),
+            changed: Notify::new(),
         });
         let weak = Arc::downgrade(&invoker);
         std::thread::Builder::new()
@@ -173,17 +197,17 @@ impl Invoker {
     }
 
     /// Runs one activation of `action` with `params` (merged over its bound parameters).
-    pub fn invoke(&self, action: &Action, params: &Value) -> anyhow::Result<Activation> {
-        let (lease, cold) = self.acquire(action)?;
+    pub async fn invoke(&self, action: &Action, params: &Value) -> anyhow::Result<Activation> {
+        let (lease, cold) = self.acquire(action).await?;
         let params = action.params(params);
-        match lease.container.run(&params) {
+        match platform::run_async(&lease.container, params).await {
             Ok(result) => {
-                self.release(lease, false);
+                self.release(lease, false).await;
                 Ok(Activation { result, cold })
             }
             Err(error) => {
                 // The container is in an unknown state: remove it, as the invoker does.
-                self.release(lease, true);
+                self.release(lease, true).await;
                 Err(error)
             }
         }
@@ -195,8 +219,11 @@ impl Invoker {
 
     /// Runs one activation with no parameters of its own and tells its HTTP status and whether
     /// it was a cold start; a failure below HTTP is logged and reported as status 0.
-    pub fn invoke_outcome(&self, action: &Action) -> (u16, bool) {
-        match self.invoke(action, &Value::Object(Default::default())) {
+    pub async fn invoke_outcome(&self, action: &Action) -> (u16, bool) {
+        match self
+            .invoke(action, &Value::Object(Default::default()))
+            .await
+        {
             Ok(activation) => (activation.result.status, activation.cold),
             Err(error) => {
                 tracing::warn!(platform = self.platform.name(), %error, "activation failed");
@@ -206,162 +233,199 @@ impl Invoker {
     }
 
     /// A container for `action`: a warm one with room, or a new one once memory allows.
-    fn acquire(&self, action: &Action) -> anyhow::Result<(Lease, bool)> {
-        let limit = self.config.concurrency.max(1);
-        let mut state = self.lock();
+    async fn acquire(&self, action: &Action) -> anyhow::Result<(Lease, bool)> {
         loop {
-            if state.closed {
-                anyhow::bail!("the pool is shut down");
-            }
-            // The busiest container of this action with room (activations packed as the
-            // invoker packs them), the most recently used among equals.
-            let ready = state
-                .slots
-                .iter()
-                .enumerate()
-                .filter(|(_, s)| {
-                    s.has_room(&action.name, limit)
-                        && matches!(s.state, SlotState::Warm | SlotState::Suspended)
-                })
-                .max_by_key(|(_, s)| (s.in_flight, s.since))
-                .map(|(i, _)| i);
-            if let Some(index) = ready {
-                let slot = &mut state.slots[index];
-                slot.in_flight += 1;
-                let lease = Lease {
-                    id: slot.id,
-                    container: Arc::clone(&slot.container),
-                };
-                if slot.state == SlotState::Warm {
-                    return Ok((lease, false));
+            // Registered before the pool is looked at, so no change in between is missed.
+            let changed = self.changed.notified();
+            let mut changed = std::pin::pin!(changed);
+            changed.as_mut().enable();
+            match self.next_step(action)? {
+                Step::Warm(lease) => return Ok((lease, false)),
+                Step::Resume(lease) => return Ok((self.resume(lease).await?, false)),
+                Step::Join(id) => return Ok((self.join(id).await?, true)),
+                Step::Create { id, evicted } => {
+                    return Ok((self.create(action, id, evicted).await?, true));
                 }
-                slot.state = SlotState::Resuming;
-                drop(state);
-                let resumed = lease.container.resume();
-                let mut state = self.lock();
-                if let Some(index) = state.index(lease.id) {
-                    state.slots[index].state = SlotState::Warm;
-                }
-                drop(state);
-                self.changed.notify_all();
-                return match resumed {
-                    Ok(()) => Ok((lease, false)),
-                    Err(error) => {
-                        self.release(lease, true);
-                        Err(error)
-                    }
-                };
+                Step::Wait => changed.await,
             }
-            // A container of this action being created with room: wait for it.
-            if let Some(pending) = state
-                .pending
-                .iter_mut()
-                .find(|p| p.action == action.name && p.reserved < limit)
-            {
-                pending.reserved += 1;
-                let id = pending.id;
-                return self.join(state, id).map(|lease| (lease, true));
-            }
-            // A container of this action that is being suspended or resumed will do.
-            let transient = state.slots.iter().any(|s| {
-                s.has_room(&action.name, limit)
-                    && matches!(s.state, SlotState::Suspending | SlotState::Resuming)
-            });
-            if !transient {
-                let mut evicted = None;
-                if state.used() >= self.config.slots() {
-                    // Make room: the least recently used idle container of any action.
-                    evicted = state
-                        .slots
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, s)| s.removable())
-                        .min_by_key(|(_, s)| s.since)
-                        .map(|(i, _)| i)
-                        .map(|i| state.take(i));
-                }
-                if state.used() < self.config.slots() {
-                    let id = state.next_id;
-                    state.next_id += 1;
-                    state.pending.push(Pending {
-                        id,
-                        action: action.name.clone(),
-                        reserved: 1,
-                    });
-                    drop(state);
-                    if let Some(old) = evicted
-                        && let Err(error) = old.remove()
-                    {
-                        failures::housekeeping("removing an evicted container", &error);
-                    }
-                    let created = self.platform.create(action);
-                    let mut state = self.lock();
-                    let index = state.pending.iter().position(|p| p.id == id);
-                    let pending = state
-                        .pending
-                        .swap_remove(index.expect("pending until here"));
-                    let result = created.map(|container| {
-                        let container = Arc::new(container);
-                        state.slots.push(Slot {
-                            id,
-                            action: action.name.clone(),
-                            container: Arc::clone(&container),
-                            in_flight: pending.reserved,
-                            since: Instant::now(),
-                            state: SlotState::Warm,
-                            doomed: false,
-                        });
-                        (Lease { id, container }, true)
-                    });
-                    drop(state);
-                    self.changed.notify_all();
-                    return result;
-                }
-            }
-            // Wait for room in a container, or in the pool.
-            state = self.changed.wait(state).expect("pool state");
         }
     }
 
+    /// Looks at the pool for `action` and reserves what it takes.
+    fn next_step(&self, action: &Action) -> anyhow::Result<Step> {
+        let limit = self.config.concurrency.max(1);
+        let mut state = self.lock();
+        if state.closed {
+            anyhow::bail!("the pool is shut down");
+        }
+        // The busiest container of this action with room (activations packed as the invoker
+        // packs them), the most recently used among equals.
+        let ready = state
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| {
+                s.has_room(&action.name, limit)
+                    && matches!(s.state, SlotState::Warm | SlotState::Suspended)
+            })
+            .max_by_key(|(_, s)| (s.in_flight, s.since))
+            .map(|(i, _)| i);
+        if let Some(index) = ready {
+            let slot = &mut state.slots[index];
+            slot.in_flight += 1;
+            let lease = Lease {
+                id: slot.id,
+                container: Arc::clone(&slot.container),
+            };
+            if slot.state == SlotState::Warm {
+                return Ok(Step::Warm(lease));
+            }
+            slot.state = SlotState::Resuming;
+            return Ok(Step::Resume(lease));
+        }
+        // A container of this action being created with room: wait for it.
+        if let Some(pending) = state
+            .pending
+            .iter_mut()
+            .find(|p| p.action == action.name && p.reserved < limit)
+        {
+            pending.reserved += 1;
+            return Ok(Step::Join(pending.id));
+        }
+        // A container of this action that is being suspended or resumed will do.
+        let transient = state.slots.iter().any(|s| {
+            s.has_room(&action.name, limit)
+                && matches!(s.state, SlotState::Suspending | SlotState::Resuming)
+        });
+        if transient {
+            return Ok(Step::Wait);
+        }
+        let mut evicted = None;
+        if state.used() >= self.config.slots() {
+            // Make room: the least recently used idle container of any action.
+            evicted = state
+                .slots
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.removable())
+                .min_by_key(|(_, s)| s.since)
+                .map(|(i, _)| i)
+                .map(|i| state.take(i));
+        }
+        if state.used() >= self.config.slots() {
+            return Ok(Step::Wait);
+        }
+        let id = state.next_id;
+        state.next_id += 1;
+        state.pending.push(Pending {
+            id,
+            action: action.name.clone(),
+            reserved: 1,
+        });
+        Ok(Step::Create { id, evicted })
+    }
+
+    /// Resumes the suspended container of `lease`.
+    async fn resume(&self, lease: Lease) -> anyhow::Result<Lease> {
+        let container = Arc::clone(&lease.container);
+        let resumed = blocking(move || container.resume()).await;
+        {
+            let mut state = self.lock();
+            if let Some(index) = state.index(lease.id) {
+                state.slots[index].state = SlotState::Warm;
+            }
+        }
+        self.changed.notify_waiters();
+        match resumed {
+            Ok(()) => Ok(lease),
+            Err(error) => {
+                self.release(lease, true).await;
+                Err(error)
+            }
+        }
+    }
+
+    /// Creates container `id` for `action` (reserved as pending), after removing `evicted`.
+    async fn create(
+        &self,
+        action: &Action,
+        id: u64,
+        evicted: Option<Box<dyn Container>>,
+    ) -> anyhow::Result<Lease> {
+        if let Some(old) = evicted {
+            remove(old, "removing an evicted container").await;
+        }
+        let platform = Arc::clone(&self.platform);
+        let wanted = action.clone();
+        let created = blocking(move || platform.create(&wanted)).await;
+        let mut state = self.lock();
+        let index = state.pending.iter().position(|p| p.id == id);
+        let pending = state
+            .pending
+            .swap_remove(index.expect("pending until here"));
+        let result = created.map(|container| {
+            let container = Arc::new(container);
+            state.slots.push(Slot {
+                id,
+                action: action.name.clone(),
+                container: Arc::clone(&container),
+                in_flight: pending.reserved,
+                since: Instant::now(),
+                state: SlotState::Warm,
+                doomed: false,
+            });
+            Lease { id, container }
+        });
+        drop(state);
+        self.changed.notify_waiters();
+        result
+    }
+
     /// Waits for container `id`, being created with room reserved for this activation.
-    fn join(&self, mut state: MutexGuard<'_, PoolState>, id: u64) -> anyhow::Result<Lease> {
+    async fn join(&self, id: u64) -> anyhow::Result<Lease> {
         loop {
-            if let Some(index) = state.index(id) {
-                let container = Arc::clone(&state.slots[index].container);
-                return Ok(Lease { id, container });
+            let changed = self.changed.notified();
+            let mut changed = std::pin::pin!(changed);
+            changed.as_mut().enable();
+            {
+                let state = self.lock();
+                if let Some(index) = state.index(id) {
+                    let container = Arc::clone(&state.slots[index].container);
+                    return Ok(Lease { id, container });
+                }
+                if !state.pending.iter().any(|p| p.id == id) {
+                    anyhow::bail!("the container this activation waited for could not be created");
+                }
             }
-            if !state.pending.iter().any(|p| p.id == id) {
-                anyhow::bail!("the container this activation waited for could not be created");
-            }
-            state = self.changed.wait(state).expect("pool state");
+            changed.await;
         }
     }
 
     /// Ends an activation's use of its container; `failed`: the container is removed once no
     /// activation runs on it any more.
-    fn release(&self, lease: Lease, failed: bool) {
-        let mut state = self.lock();
-        let Lease { id, container } = lease;
-        drop(container);
-        let closed = state.closed;
-        let mut removed = None;
-        if let Some(index) = state.index(id) {
-            let slot = &mut state.slots[index];
-            slot.in_flight -= 1;
-            slot.doomed |= failed;
-            if slot.in_flight == 0 {
-                slot.since = Instant::now();
-                if (slot.doomed || closed) && slot.removable() {
-                    removed = Some(state.take(index));
+    async fn release(&self, lease: Lease, failed: bool) {
+        let removed = {
+            let mut state = self.lock();
+            let Lease { id, container } = lease;
+            drop(container);
+            let closed = state.closed;
+            let mut removed = None;
+            if let Some(index) = state.index(id) {
+                let slot = &mut state.slots[index];
+                slot.in_flight -= 1;
+                slot.doomed |= failed;
+                if slot.in_flight == 0 {
+                    slot.since = Instant::now();
+                    if (slot.doomed || closed) && slot.removable() {
+                        removed = Some(state.take(index));
+                    }
                 }
             }
-        }
-        drop(state);
-        self.changed.notify_all();
-        if let Some(container) = removed
-            && let Err(error) = container.remove()
-        {
-            failures::housekeeping("removing a failed container", &error);
+            removed
+        };
+        self.changed.notify_waiters();
+        if let Some(container) = removed {
+            remove(container, "removing a failed container").await;
         }
     }
 
@@ -426,7 +490,7 @@ impl Invoker {
             if let Err(error) = suspended {
                 failures::housekeeping("suspending an idle container", &error);
             }
-            self.changed.notify_all();
+            self.changed.notify_waiters();
         }
         true
     }
@@ -446,7 +510,7 @@ impl Invoker {
             }
         }
         drop(state);
-        self.changed.notify_all();
+        self.changed.notify_waiters();
         for container in idle {
             if let Err(error) = container.remove() {
                 failures::housekeeping("removing an idle container at shutdown", &error);
@@ -455,14 +519,22 @@ impl Invoker {
     }
 }
 
+/// Removes `container`; a failure is counted as housekeeping (`what` says when it happened).
+async fn remove(container: Box<dyn Container>, what: &'static str) {
+    if let Err(error) = blocking(move || container.remove()).await {
+        failures::housekeeping(what, &error);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::{
-        net::{IpAddr, Ipv4Addr},
+        net::{IpAddr, Ipv4Addr, SocketAddr},
         sync::atomic::{AtomicUsize, Ordering},
     };
 
     use super::*;
+    use crate::platform::RunEndpoint;
 
     /// A platform whose containers take 100 ms per activation and count what happens to them.
     #[derive(Default)]
@@ -471,12 +543,15 @@ mod tests {
         removed: Arc<AtomicUsize>,
         running: Arc<AtomicUsize>,
         most_running: Arc<AtomicUsize>,
+        /// Containers take activations over HTTP here instead of in `run`.
+        endpoint: Option<SocketAddr>,
     }
 
     struct Slow {
         removed: Arc<AtomicUsize>,
         running: Arc<AtomicUsize>,
         most_running: Arc<AtomicUsize>,
+        endpoint: Option<RunEndpoint>,
     }
 
     impl Platform for Counting {
@@ -490,6 +565,11 @@ mod tests {
                 removed: Arc::clone(&self.removed),
                 running: Arc::clone(&self.running),
                 most_running: Arc::clone(&self.most_running),
+                endpoint: self.endpoint.map(|addr| RunEndpoint {
+                    addr,
+                    path: "/run".into(),
+                    action: "a".into(),
+                }),
             }))
         }
 
@@ -510,25 +590,89 @@ mod tests {
             })
         }
 
+        fn endpoint(&self) -> Option<&RunEndpoint> {
+            self.endpoint.as_ref()
+        }
+
         fn remove(self: Box<Self>) -> anyhow::Result<()> {
             self.removed.fetch_add(1, Ordering::SeqCst);
             Ok(())
         }
     }
 
-    /// `activations` of one action at once through a pool with `concurrency`; the containers
-    /// created and the most activations that ran at once.
-    fn burst(concurrency: usize, activations: usize) -> (usize, usize, usize) {
-        let platform = Arc::new(Counting::default());
+    /// A server answering every request after 300 ms, counting those it holds at once.
+    fn slow_server(running: Arc<AtomicUsize>, most: Arc<AtomicUsize>) -> SocketAddr {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        listener.set_nonblocking(true).unwrap();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                loop {
+                    let (mut socket, _) = listener.accept().await.unwrap();
+                    let (running, most) = (Arc::clone(&running), Arc::clone(&most));
+                    tokio::spawn(async move {
+                        let mut request = Vec::new();
+                        while !complete(&request) {
+                            if socket.read_buf(&mut request).await.unwrap() == 0 {
+                                return;
+                            }
+                        }
+                        let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                        most.fetch_max(now, Ordering::SeqCst);
+                        tokio::time::sleep(Duration::from_millis(300)).await;
+                        running.fetch_sub(1, Ordering::SeqCst);
+                        let answer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}";
+                        let _ = socket.write_all(answer.as_bytes()).await;
+                    });
+                }
+            });
+        });
+        addr
+    }
+
+    /// Whether `request` holds a whole request: its head and `Content-Length` bytes of body.
+    fn complete(request: &[u8]) -> bool {
+        let text = String::from_utf8_lossy(request);
+        let Some((head, body)) = text.split_once("\r\n\r\n") else {
+            return false;
+        };
+        let length = head
+            .lines()
+            .find_map(|l| l.strip_prefix("Content-Length: "))
+            .and_then(|n| n.parse::<usize>().ok());
+        length.is_some_and(|n| body.len() >= n)
+    }
+
+    /// `activations` of one action at once through a pool over `platform` with `concurrency`,
+    /// sent from one thread; the containers created and removed, and the most activations that
+    /// ran at once.
+    fn burst_on(
+        platform: Arc<Counting>,
+        concurrency: usize,
+        activations: usize,
+    ) -> (usize, usize, usize) {
         let config = PoolConfig {
             concurrency,
             ..PoolConfig::openwhisk(Duration::from_secs(60))
         };
         let invoker = Invoker::start(platform.clone(), config);
         let action = Action::new("a", "echo", Value::Null);
-        std::thread::scope(|scope| {
-            for _ in 0..activations {
-                scope.spawn(|| assert_eq!(invoker.invoke_outcome(&action).0, 200));
+        let runtime = crate::runtime::build("test-activations").unwrap();
+        runtime.block_on(async {
+            let tasks: Vec<_> = (0..activations)
+                .map(|_| {
+                    let (invoker, action) = (Arc::clone(&invoker), action.clone());
+                    tokio::spawn(async move { invoker.invoke_outcome(&action).await.0 })
+                })
+                .collect();
+            for task in tasks {
+                assert_eq!(task.await.unwrap(), 200);
             }
         });
         invoker.shutdown();
@@ -537,6 +681,10 @@ mod tests {
             platform.most_running.load(Ordering::SeqCst),
             platform.removed.load(Ordering::SeqCst),
         )
+    }
+
+    fn burst(concurrency: usize, activations: usize) -> (usize, usize, usize) {
+        burst_on(Arc::new(Counting::default()), concurrency, activations)
     }
 
     #[test]
@@ -551,5 +699,36 @@ mod tests {
         // Limit 10: one container takes all 6.
         let (created, most, removed) = burst(10, 6);
         assert_eq!((created, most, removed), (1, 6, 1));
+    }
+
+    #[test]
+    fn activations_over_http_wait_and_run_without_a_thread_each() {
+        // 600 activations at once, 4 containers of limit 100: 400 run at the server, 200 wait
+        // for room, all sent from one thread. Thread-per-activation would take 600 threads.
+        let server_running = Arc::new(AtomicUsize::new(0));
+        let server_most = Arc::new(AtomicUsize::new(0));
+        let addr = slow_server(Arc::clone(&server_running), Arc::clone(&server_most));
+        let platform = Arc::new(Counting {
+            endpoint: Some(addr),
+            ..Counting::default()
+        });
+        let before = crate::runtime::threads();
+        let sampler = std::thread::spawn(move || {
+            let mut most = 0;
+            for _ in 0..40 {
+                std::thread::sleep(Duration::from_millis(10));
+                most = most.max(crate::runtime::threads());
+            }
+            most
+        });
+        let (created, _, removed) = burst_on(platform, 100, 600);
+        let most_threads = sampler.join().unwrap();
+        // Other tests run beside this one: allow for their threads, not for 600.
+        assert!(
+            most_threads < before + 64,
+            "{most_threads} threads (from {before})"
+        );
+        assert_eq!((created, removed), (4, 4));
+        assert_eq!(server_most.load(Ordering::SeqCst), 400);
     }
 }

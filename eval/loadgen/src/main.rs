@@ -17,6 +17,7 @@ mod metrics;
 mod platform;
 mod precompile;
 mod report;
+mod runtime;
 mod server;
 mod serverlog;
 mod soak;

@@ -1,18 +1,15 @@
-//! A small threaded HTTP/1.1 server for the evaluation's own services (the delay server the
-//! I/O-bound actions call, the gateway JMeter drives): a thread per connection, keep-alive,
-//! `Content-Length` bodies, and a handler from request to response.
+//! A small async HTTP/1.1 server for the evaluation's own services (the delay server the
+//! I/O-bound actions call, the gateway JMeter drives): tasks on one thread of its own, however
+//! many connections wait, keep-alive, `Content-Length` bodies, and an async handler from
+//! request to response.
 
-use std::{
-    io::{BufRead, BufReader, Read, Write},
-    net::{SocketAddr, TcpListener, TcpStream},
-    sync::{
-        Arc,
-        atomic::{AtomicBool, Ordering},
-    },
-    time::Duration,
-};
+use std::{future::Future, net::SocketAddr, pin::Pin, sync::Arc, time::Duration};
 
 use anyhow::Context;
+use tokio::{
+    io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader},
+    net::{TcpListener, TcpStream},
+};
 
 /// Largest request body accepted.
 const MAX_BODY: usize = 16 * 1024 * 1024;
@@ -41,19 +38,22 @@ impl Response {
     }
 }
 
-pub type Handler = dyn Fn(&Request) -> Response + Send + Sync;
+/// What a handler returns: the response, once it is ready.
+pub type Answer = Pin<Box<dyn Future<Output = Response> + Send>>;
 
-/// A running server; stops accepting when dropped.
+pub type Handler = dyn Fn(Request) -> Answer + Send + Sync;
+
+/// A running server; stops, with every connection, when dropped.
 pub struct Server {
     pub addrs: Vec<SocketAddr>,
-    stop: Arc<AtomicBool>,
+    runtime: Option<tokio::runtime::Runtime>,
 }
 
 impl Server {
     /// Serves `handler` on every address in `binds` (port 0: the kernel's choice, the same
     /// port is then reused for the later addresses).
     pub fn start(binds: &[SocketAddr], handler: Arc<Handler>) -> anyhow::Result<Server> {
-        let stop = Arc::new(AtomicBool::new(false));
+        let runtime = crate::runtime::build("http-server")?;
         let mut addrs = Vec::new();
         let mut port = 0;
         for bind in binds {
@@ -61,18 +61,22 @@ impl Server {
             if bind.port() == 0 {
                 bind.set_port(port);
             }
-            let listener =
-                TcpListener::bind(bind).with_context(|| format!("listening on {bind}"))?;
+            let listener = std::net::TcpListener::bind(bind)
+                .with_context(|| format!("listening on {bind}"))?;
+            listener.set_nonblocking(true)?;
             let addr = listener.local_addr()?;
             port = addr.port();
             addrs.push(addr);
-            let handler = Arc::clone(&handler);
-            let stop = Arc::clone(&stop);
-            std::thread::Builder::new()
-                .name(format!("accept-{addr}"))
-                .spawn(move || accept_loop(listener, handler, stop))?;
+            let listener = {
+                let _entered = runtime.enter();
+                TcpListener::from_std(listener)?
+            };
+            runtime.spawn(accept_loop(listener, Arc::clone(&handler)));
         }
-        Ok(Server { addrs, stop })
+        Ok(Server {
+            addrs,
+            runtime: Some(runtime),
+        })
     }
 
     pub fn port(&self) -> u16 {
@@ -82,45 +86,54 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        // Wake the accept loops so they see the flag.
-        for addr in &self.addrs {
-            let _ = TcpStream::connect_timeout(addr, Duration::from_millis(100));
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
         }
     }
 }
 
-fn accept_loop(listener: TcpListener, handler: Arc<Handler>, stop: Arc<AtomicBool>) {
-    for stream in listener.incoming() {
-        if stop.load(Ordering::Acquire) {
-            return;
-        }
-        let Ok(stream) = stream else { continue };
-        let handler = Arc::clone(&handler);
-        let spawned = std::thread::Builder::new()
-            .name("http-conn".into())
-            .stack_size(256 * 1024)
-            .spawn(move || {
-                if let Err(error) = serve(stream, &*handler) {
-                    tracing::debug!(%error, "connection ended");
-                }
-            });
-        if let Err(error) = spawned {
-            tracing::warn!(%error, "could not start a connection thread");
-        }
-    }
-}
-
-fn serve(stream: TcpStream, handler: &Handler) -> anyhow::Result<()> {
-    stream.set_nodelay(true)?;
-    stream.set_read_timeout(Some(IDLE_TIMEOUT))?;
-    let mut writer = stream.try_clone()?;
-    let mut reader = BufReader::new(stream);
+async fn accept_loop(listener: TcpListener, handler: Arc<Handler>) {
     loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line)? == 0 {
-            return Ok(());
+        match listener.accept().await {
+            Ok((stream, _)) => {
+                let handler = Arc::clone(&handler);
+                tokio::spawn(async move {
+                    if let Err(error) = serve(stream, &*handler).await {
+                        tracing::debug!(%error, "connection ended");
+                    }
+                });
+            }
+            Err(error) => {
+                // Out of file descriptors, say: wait a little rather than spin.
+                tracing::warn!(%error, "accepting a connection failed");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
         }
+    }
+}
+
+/// Reads one line; `None`: the peer closed, or the connection stayed idle too long.
+async fn read_line(
+    reader: &mut BufReader<tokio::net::tcp::OwnedReadHalf>,
+) -> anyhow::Result<Option<String>> {
+    let mut line = String::new();
+    match tokio::time::timeout(IDLE_TIMEOUT, reader.read_line(&mut line)).await {
+        Err(_) | Ok(Ok(0)) => Ok(None),
+        Ok(read) => {
+            read?;
+            Ok(Some(line))
+        }
+    }
+}
+
+async fn serve(stream: TcpStream, handler: &Handler) -> anyhow::Result<()> {
+    stream.set_nodelay(true)?;
+    let (reader, mut writer) = stream.into_split();
+    let mut reader = BufReader::new(reader);
+    loop {
+        let Some(line) = read_line(&mut reader).await? else {
+            return Ok(());
+        };
         let mut parts = line.split_whitespace();
         let method = parts.next().unwrap_or_default().to_owned();
         let path = parts.next().unwrap_or_default().to_owned();
@@ -128,10 +141,9 @@ fn serve(stream: TcpStream, handler: &Handler) -> anyhow::Result<()> {
         let mut length = 0usize;
         let mut close = http10;
         loop {
-            let mut header = String::new();
-            if reader.read_line(&mut header)? == 0 {
+            let Some(header) = read_line(&mut reader).await? else {
                 return Ok(());
-            }
+            };
             let header = header.trim_end();
             if header.is_empty() {
                 break;
@@ -150,8 +162,8 @@ fn serve(stream: TcpStream, handler: &Handler) -> anyhow::Result<()> {
             Response::json(413, &serde_json::json!({"error": "request body too large"}))
         } else {
             let mut body = vec![0; length];
-            reader.read_exact(&mut body)?;
-            handler(&Request { method, path, body })
+            reader.read_exact(&mut body).await?;
+            handler(Request { method, path, body }).await
         };
         let mut head = format!(
             "HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: {}\r\n",
@@ -164,8 +176,8 @@ fn serve(stream: TcpStream, handler: &Handler) -> anyhow::Result<()> {
             head.push_str(&format!("{name}: {value}\r\n"));
         }
         head.push_str("\r\n");
-        writer.write_all(head.as_bytes())?;
-        writer.write_all(&response.body)?;
+        writer.write_all(head.as_bytes()).await?;
+        writer.write_all(&response.body).await?;
         if close {
             return Ok(());
         }
@@ -184,16 +196,19 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-/// The server I/O-bound actions call: answers every request after `delay`.
+/// The server I/O-bound actions call: answers every request after `delay`, holding no thread
+/// while it waits.
 pub fn delay_server(binds: &[SocketAddr], delay: Duration) -> anyhow::Result<Server> {
     Server::start(
         binds,
-        Arc::new(move |_: &Request| {
-            std::thread::sleep(delay);
-            Response::json(
-                200,
-                &serde_json::json!({"delayed_ms": delay.as_millis() as u64}),
-            )
+        Arc::new(move |_: Request| {
+            Box::pin(async move {
+                tokio::time::sleep(delay).await;
+                Response::json(
+                    200,
+                    &serde_json::json!({"delayed_ms": delay.as_millis() as u64}),
+                )
+            })
         }),
     )
 }
@@ -215,5 +230,42 @@ mod tests {
             assert!(started.elapsed() >= Duration::from_millis(30));
             assert!(response.body_text().contains("delayed_ms"));
         }
+    }
+
+    #[test]
+    fn waits_for_many_clients_without_a_thread_each() {
+        let server = delay_server(
+            &["127.0.0.1:0".parse().unwrap()],
+            Duration::from_millis(300),
+        )
+        .unwrap();
+        let addr = server.addrs[0];
+        let before = crate::runtime::threads();
+        let runtime = crate::runtime::build("test-clients").unwrap();
+        let (answers, most_threads) = runtime.block_on(async {
+            let mut clients = tokio::task::JoinSet::new();
+            for _ in 0..300 {
+                clients.spawn(async move { crate::http::post_async(addr, "/", b"{}").await });
+            }
+            tokio::time::sleep(Duration::from_millis(150)).await;
+            let most_threads = crate::runtime::threads();
+            let answers = clients.join_all().await;
+            (answers, most_threads)
+        });
+        assert!(answers.iter().all(|a| a.as_ref().unwrap().status == 200));
+        // Other tests run beside this one: allow for their threads, not for 300.
+        assert!(
+            most_threads < before + 64,
+            "{most_threads} threads (from {before})"
+        );
+    }
+
+    #[test]
+    fn stops_when_dropped() {
+        let server =
+            delay_server(&["127.0.0.1:0".parse().unwrap()], Duration::from_millis(1)).unwrap();
+        let addr = server.addrs[0];
+        drop(server);
+        assert!(Client::new(addr, ConnMode::New).get("/").is_err());
     }
 }

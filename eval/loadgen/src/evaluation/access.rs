@@ -5,9 +5,11 @@
 //! again and again.
 
 use std::{
-    sync::{Arc, Barrier},
+    sync::Arc,
     time::{Duration, Instant},
 };
+
+use tokio::sync::Barrier;
 
 use super::{Context, load, sample::Sample};
 use crate::{
@@ -38,29 +40,33 @@ pub fn run(platform: Arc<dyn Platform>, ctx: &Context) -> anyhow::Result<Vec<Sam
             ..PoolConfig::openwhisk(Duration::from_secs(600))
         };
         let invoker = Invoker::start(Arc::clone(&platform), config);
-        let barrier = Arc::new(Barrier::new(clients));
         let name = platform.name().to_owned();
-        let parts: Vec<Vec<Sample>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..clients)
-                .map(|client| {
-                    let invoker = Arc::clone(&invoker);
-                    let barrier = Arc::clone(&barrier);
-                    let action = ctx.action(&*platform, &format!("{pattern}-{client}"), "echo");
-                    scope.spawn(move || {
-                        barrier.wait();
-                        (0..requests)
-                            .map(|seq| Sample {
-                                scenario: pattern.into(),
-                                level: clients as u32,
-                                client: client as u32,
-                                seq: seq as u64,
-                                ..load::pooled_run(&invoker, &action, Instant::now(), ctx.epoch)
-                            })
-                            .collect()
-                    })
-                })
-                .collect();
-            failures::join_all(handles, "access client")
+        let runtime = crate::runtime::build("loadgen")?;
+        let epoch = ctx.epoch;
+        let parts = runtime.block_on(async {
+            // Every client starts at the same moment.
+            let barrier = Arc::new(Barrier::new(clients));
+            let mut tasks = tokio::task::JoinSet::new();
+            for client in 0..clients {
+                let invoker = Arc::clone(&invoker);
+                let barrier = Arc::clone(&barrier);
+                let action = ctx.action(&*platform, &format!("{pattern}-{client}"), "echo");
+                tasks.spawn(async move {
+                    barrier.wait().await;
+                    let mut samples = Vec::with_capacity(requests);
+                    for seq in 0..requests {
+                        samples.push(Sample {
+                            scenario: pattern.into(),
+                            level: clients as u32,
+                            client: client as u32,
+                            seq: seq as u64,
+                            ..load::pooled_run(&invoker, &action, Instant::now(), epoch).await
+                        });
+                    }
+                    samples
+                });
+            }
+            failures::join_tasks(tasks, "access client").await
         })?;
         invoker.shutdown();
         samples.extend(parts.into_iter().flatten());

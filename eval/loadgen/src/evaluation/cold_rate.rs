@@ -3,42 +3,51 @@
 //! rate of cold starts that reached their first result, per measured window, at each i. The
 //! peak over i is what the platform sustains when every activation needs a new container.
 
-use std::time::Instant;
+use std::{sync::Arc, time::Instant};
 
 use rand::rngs::StdRng;
 
 use super::{
     Context, Results, cold,
     load::{self, Client, Plan},
+    sample::Sample,
 };
 use crate::{failures, platform::Platform};
 
 /// One client's endless supply of new actions.
 struct ColdStarter<'a> {
-    platform: &'a dyn Platform,
+    platform: &'a Arc<dyn Platform>,
     ctx: &'a Context,
     prefix: String,
     next: u64,
 }
 
 impl Client for ColdStarter<'_> {
-    fn next(&mut self, _rng: &mut StdRng, epoch: Instant) -> super::sample::Sample {
+    async fn next(&mut self, _rng: &mut StdRng, epoch: Instant) -> Sample {
         let name = format!("{}-{}", self.prefix, self.next);
         self.next += 1;
-        let action = self.ctx.action(self.platform, &name, "echo");
-        let (sample, container) = cold::start(self.platform, &action, epoch);
-        // Removing the container is part of sustaining the rate, not of the cold start.
-        if let Some(container) = container
-            && let Err(error) = container.remove()
-        {
-            failures::housekeeping("removing a container", &error);
+        let action = self.ctx.action(&**self.platform, &name, "echo");
+        let platform = Arc::clone(self.platform);
+        // Creating a container blocks (the Docker CLI, a blocking /init): on its own thread.
+        let started = tokio::task::spawn_blocking(move || {
+            let (sample, container) = cold::start(&*platform, &action, epoch);
+            // Removing the container is part of sustaining the rate, not of the cold start.
+            if let Some(container) = container
+                && let Err(error) = container.remove()
+            {
+                failures::housekeeping("removing a container", &error);
+            }
+            sample
+        });
+        match started.await {
+            Ok(sample) => sample,
+            Err(error) => std::panic::resume_unwind(error.into_panic()),
         }
-        sample
     }
 }
 
 pub fn run(
-    platform: &dyn Platform,
+    platform: &Arc<dyn Platform>,
     ctx: &Context,
     plan: Plan,
     results: &mut Results,

@@ -3,25 +3,26 @@
 //! one of them at random, from the start of a warm-up to the end of the measured windows (the
 //! level's repetitions). An activation is measured when it completes inside them (the others
 //! are recorded but flagged); each window's throughput counts every activation by the share of
-//! its duration inside the window.
+//! its duration inside the window. Clients are futures on one thread, so thousands of them
+//! waiting for answers cost the load generator no threads.
 use std::{
-    sync::{Condvar, Mutex},
+    future::Future,
+    sync::Arc,
     time::{Duration, Instant},
 };
 
-use anyhow::Context;
 use rand::{Rng, SeedableRng, rngs::StdRng};
 
 use super::sample::Sample;
 use crate::{
     failures,
     invoker::Invoker,
-    platform::{Action, Container, Platform},
+    platform::{self, Action, Container, Platform, RunResult},
 };
 
 /// The containers of one client, with the parameters each is called with.
 pub struct ClientSet {
-    pub containers: Vec<(Action, Box<dyn Container>)>,
+    pub containers: Vec<(Action, Arc<Box<dyn Container>>)>,
 }
 
 /// A container made for client `.0`.
@@ -62,7 +63,7 @@ pub fn create_sets(
         match part {
             Ok(part) => {
                 for (c, a, container) in part {
-                    sets[c].containers.push((a, container));
+                    sets[c].containers.push((a, Arc::new(container)));
                 }
             }
             Err(error) => failure = Some(error),
@@ -79,6 +80,10 @@ pub fn create_sets(
 pub fn remove_sets(sets: Vec<ClientSet>) {
     for set in sets {
         for (_, container) in set.containers {
+            // No activation runs any more, so the set holds the only reference.
+            let Ok(container) = Arc::try_unwrap(container) else {
+                unreachable!("a container of a finished level has no other holder");
+            };
             if let Err(error) = container.remove() {
                 failures::housekeeping("removing a container", &error);
             }
@@ -137,15 +142,18 @@ pub fn window_rates(samples: &[Sample], begun_ns: u64, plan: &Plan) -> Vec<f64> 
 }
 
 /// What one client does in a closed loop: its next activation, timed, from its own state.
-pub trait Client: Send {
-    fn next(&mut self, rng: &mut StdRng, epoch: Instant) -> Sample;
+pub trait Client {
+    fn next(&mut self, rng: &mut StdRng, epoch: Instant) -> impl Future<Output = Sample>;
 }
 
 impl Client for &mut ClientSet {
-    fn next(&mut self, rng: &mut StdRng, epoch: Instant) -> Sample {
+    async fn next(&mut self, rng: &mut StdRng, epoch: Instant) -> Sample {
         let pick = rng.gen_range(0..self.containers.len());
         let (action, container) = &self.containers[pick];
-        timed_run(action, container.as_ref(), epoch)
+        let params = action.params(&serde_json::json!({}));
+        let start = Instant::now();
+        let outcome = platform::run_async(container, params).await;
+        timed_sample(action, start, epoch, outcome)
     }
 }
 
@@ -161,57 +169,37 @@ pub fn closed_loop<C: Client>(
     epoch: Instant,
     seed: u64,
 ) -> anyhow::Result<LevelRun> {
-    let gate = StartGate::default();
-    let begun = std::sync::OnceLock::new();
-    let samples: Vec<Sample> = std::thread::scope(|scope| {
-        let spawned: anyhow::Result<Vec<_>> = clients
-            .into_iter()
-            .enumerate()
-            .map(|(index, mut client)| {
-                let (gate, begun) = (&gate, &begun);
-                std::thread::Builder::new()
-                    .stack_size(256 * 1024)
-                    .spawn_scoped(scope, move || {
-                        if !gate.wait() {
-                            return Vec::new();
-                        }
-                        let begun: Instant = *begun.get().expect("set before the gate opens");
-                        let mut rng = StdRng::seed_from_u64(seed ^ index as u64);
-                        let mut samples = Vec::new();
-                        let mut seq = 0;
-                        let end = plan.warmup + plan.measured();
-                        while begun.elapsed() < end {
-                            let mut sample = client.next(&mut rng, epoch);
-                            sample.platform = platform.to_owned();
-                            sample.scenario = scenario.to_owned();
-                            sample.level = level;
-                            sample.client = index as u32;
-                            sample.seq = seq;
-                            // Measured: completed inside the windows, however long it took.
-                            let ended = begun.elapsed();
-                            sample.warmup = ended < plan.warmup || ended > end;
-                            samples.push(sample);
-                            seq += 1;
-                        }
-                        samples
-                    })
-                    .context("starting a client thread")
-            })
-            .collect();
-        // Every client starts together, or none does when one could not be started.
-        let _ = begun.set(Instant::now());
-        gate.open(spawned.is_ok());
-        let handles = spawned?;
-        anyhow::Ok(
-            failures::join_all(handles, "client")?
-                .into_iter()
-                .flatten()
-                .collect(),
-        )
-    })?;
-    let begun_ns = begun
-        .get()
-        .map_or(0, |b| b.duration_since(epoch).as_nanos() as u64);
+    let runtime = crate::runtime::build("loadgen")?;
+    let begun = Instant::now();
+    let end = plan.warmup + plan.measured();
+    let loops = clients
+        .into_iter()
+        .enumerate()
+        .map(|(index, mut client)| async move {
+            let mut rng = StdRng::seed_from_u64(seed ^ index as u64);
+            let mut samples = Vec::new();
+            let mut seq = 0;
+            while begun.elapsed() < end {
+                let mut sample = client.next(&mut rng, epoch).await;
+                sample.platform = platform.to_owned();
+                sample.scenario = scenario.to_owned();
+                sample.level = level;
+                sample.client = index as u32;
+                sample.seq = seq;
+                // Measured: completed inside the windows, however long it took.
+                let ended = begun.elapsed();
+                sample.warmup = ended < plan.warmup || ended > end;
+                samples.push(sample);
+                seq += 1;
+            }
+            samples
+        });
+    let samples: Vec<Sample> = runtime
+        .block_on(failures::join_futures(loops, "client"))?
+        .into_iter()
+        .flatten()
+        .collect();
+    let begun_ns = begun.duration_since(epoch).as_nanos() as u64;
     let rates = window_rates(&samples, begun_ns, &plan);
     Ok(LevelRun {
         key: (platform.to_owned(), scenario.to_owned(), level),
@@ -220,35 +208,23 @@ pub fn closed_loop<C: Client>(
     })
 }
 
-/// Lets waiting threads start all at once, or tells them not to start at all.
-#[derive(Default)]
-struct StartGate {
-    state: Mutex<Option<bool>>,
-    opened: Condvar,
-}
-
-impl StartGate {
-    /// Blocks until the gate is opened; `true`: start, `false`: give up.
-    fn wait(&self) -> bool {
-        let state = self.state.lock().expect("start gate");
-        let state = self
-            .opened
-            .wait_while(state, |s| s.is_none())
-            .expect("start gate");
-        state.unwrap_or(false)
-    }
-
-    fn open(&self, go: bool) {
-        *self.state.lock().expect("start gate") = Some(go);
-        self.opened.notify_all();
-    }
-}
-
-/// One activation on a warm container, timed; a failure below HTTP becomes status 0.
+/// One activation on a warm container, timed, on this thread.
 pub fn timed_run(action: &Action, container: &dyn Container, epoch: Instant) -> Sample {
     let params = action.params(&serde_json::json!({}));
     let start = Instant::now();
-    let status = match container.run(&params) {
+    let outcome = container.run(&params);
+    timed_sample(action, start, epoch, outcome)
+}
+
+/// The sample of an activation of `action` begun at `start`; a failure below HTTP becomes
+/// status 0.
+fn timed_sample(
+    action: &Action,
+    start: Instant,
+    epoch: Instant,
+    outcome: anyhow::Result<RunResult>,
+) -> Sample {
+    let status = match outcome {
         Ok(result) => result.status,
         Err(error) => {
             tracing::warn!(action = %action.name, %error, "activation failed");
@@ -266,8 +242,13 @@ pub fn timed_run(action: &Action, container: &dyn Container, epoch: Instant) -> 
 
 /// One activation through the pool, timed from `start` (the request's arrival, which may lie
 /// before this call for open-loop load); a failure below HTTP becomes status 0.
-pub fn pooled_run(invoker: &Invoker, action: &Action, start: Instant, epoch: Instant) -> Sample {
-    let (status, cold) = invoker.invoke_outcome(action);
+pub async fn pooled_run(
+    invoker: &Invoker,
+    action: &Action,
+    start: Instant,
+    epoch: Instant,
+) -> Sample {
+    let (status, cold) = invoker.invoke_outcome(action).await;
     Sample {
         platform: invoker.platform_name().to_owned(),
         start_ns: start.duration_since(epoch).as_nanos() as u64,

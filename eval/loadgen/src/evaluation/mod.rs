@@ -427,7 +427,7 @@ pub fn run(args: &EvaluateArgs) -> anyhow::Result<()> {
         if wants("cold-rate") {
             progress.step("cold-rate", p.name());
             let plan = sizes.plan(sizes.cold_rate_warmup_secs, sizes.level_secs);
-            cold_rate::run(&**p, &ctx, plan, &mut results)?;
+            cold_rate::run(p, &ctx, plan, &mut results)?;
         }
     }
     for p in &platforms {

@@ -3,7 +3,8 @@
 //! I/O-bound (`net`); an OpenWhisk-like pool (1024 MB of user memory, 256 MB containers,
 //! idle eviction) in front of the platform, once per concurrency limit of the actions (the
 //! activations one container runs at once: the samples' level). Latency counts from the
-//! scheduled arrival, so a slow platform cannot slow the load down.
+//! scheduled arrival, so a slow platform cannot slow the load down; the generator is async,
+//! one thread for every request in flight, so a backlog of thousands costs it no threads.
 
 use std::{
     sync::Arc,
@@ -95,42 +96,26 @@ pub fn drive(
         arrivals.push((Duration::from_secs_f64(at), action));
     }
     tracing::info!(platform = %name, requests = arrivals.len(), scenario = spec.scenario, "realistic workload");
+    let runtime = crate::runtime::build("loadgen")?;
+    let (scenario, level, epoch) = (spec.scenario, spec.level, ctx.epoch);
     let begun = Instant::now();
-    let samples = std::thread::scope(|scope| {
-        let mut handles = Vec::new();
-        let mut unstarted = Vec::new();
+    // One thread sends every request at its time; each waits for its answer as a task.
+    let samples = runtime.block_on(async {
+        let mut requests = tokio::task::JoinSet::new();
         for (seq, (offset, action)) in arrivals.into_iter().enumerate() {
-            std::thread::sleep(offset.saturating_sub(begun.elapsed()));
+            let arrival = begun + offset;
+            tokio::time::sleep_until(arrival.into()).await;
             let invoker = Arc::clone(&invoker);
-            let action_name = action.name.clone();
-            let spawned = std::thread::Builder::new()
-                .stack_size(256 * 1024)
-                .spawn_scoped(scope, move || Sample {
-                    scenario: spec.scenario.into(),
-                    level: spec.level,
+            requests.spawn(async move {
+                Sample {
+                    scenario: scenario.into(),
+                    level,
                     seq: seq as u64,
-                    ..load::pooled_run(&invoker, &action, begun + offset, ctx.epoch)
-                });
-            match spawned {
-                Ok(handle) => handles.push(handle),
-                Err(error) => {
-                    // A request that was never sent is a failed activation (status 0).
-                    tracing::error!(%error, "could not start a request thread");
-                    unstarted.push(Sample {
-                        scenario: spec.scenario.into(),
-                        level: spec.level,
-                        seq: seq as u64,
-                        start_ns: (begun + offset).duration_since(ctx.epoch).as_nanos() as u64,
-                        platform: name.clone(),
-                        action: action_name,
-                        ..Sample::default()
-                    });
+                    ..load::pooled_run(&invoker, &action, arrival, epoch).await
                 }
-            }
+            });
         }
-        let mut samples = failures::join_all(handles, "request")?;
-        samples.append(&mut unstarted);
-        anyhow::Ok(samples)
+        failures::join_tasks(requests, "request").await
     });
     invoker.shutdown();
     samples

@@ -62,6 +62,8 @@ pub fn run(
     let mut sets = load::create_sets(platform, most, &actions, 8)?;
     let mut result = Ok(());
     for &level in levels {
+        let cpu_before = (crate::cpu::own_cpu_ns(), platform.own_cpu_ns());
+        let started = std::time::Instant::now();
         match load::closed_loop(
             sets[..level].iter_mut().collect(),
             platform.name(),
@@ -73,11 +75,23 @@ pub fn run(
         ) {
             Ok(run) => {
                 let ok = run.samples.iter().filter(|s| !s.warmup && s.ok()).count();
+                // Cores each side kept busy over the level: the load generator (with the delay
+                // server, in this process) and the platform's own processes.
+                let seconds = started.elapsed().as_secs_f64();
+                let cores =
+                    |before: u64, after: u64| after.saturating_sub(before) as f64 / 1e9 / seconds;
+                let loadgen_cores = cores(cpu_before.0, crate::cpu::own_cpu_ns());
+                let platform_cores = cpu_before
+                    .1
+                    .zip(platform.own_cpu_ns())
+                    .map(|(before, after)| cores(before, after));
                 tracing::info!(
                     platform = platform.name(),
                     scenario,
                     level,
                     ok,
+                    loadgen_cores = format_args!("{loadgen_cores:.2}"),
+                    platform_cores = platform_cores.map(|c| format!("{c:.2}")),
                     "level done"
                 );
                 results.add_level(experiment, run);

@@ -18,7 +18,7 @@ use std::{
 use anyhow::{Context, bail};
 use serde_json::Value;
 
-use super::{ACTION_TIMEOUT, Action, Container, Platform, RunResult, run_body, wasm::sanitize};
+use super::{Action, Container, Platform, RunEndpoint, RunResult, wasm::sanitize};
 use crate::http::{Client, ConnMode};
 
 /// Port of OpenWhisk's action runtime proxy inside the container.
@@ -149,10 +149,14 @@ impl Platform for DockerPlatform {
         ]);
         let id = docker(&run)?.trim().to_owned();
         self.live.lock().expect("live set").insert(id.clone());
+        let addr = SocketAddr::new(inspect_ip(&id)?, PROXY_PORT);
         let container = DockerContainer {
-            addr: SocketAddr::new(inspect_ip(&id)?, PROXY_PORT),
             id,
-            action: action.name.clone(),
+            endpoint: RunEndpoint {
+                addr,
+                path: "/run".into(),
+                action: action.name.clone(),
+            },
         };
         if let Err(error) = container.init() {
             let _ = docker(&["rm", "-f", &container.id]);
@@ -226,19 +230,19 @@ fn inspect_ip(id: &str) -> anyhow::Result<IpAddr> {
 
 struct DockerContainer {
     id: String,
-    addr: SocketAddr,
-    action: String,
+    /// The proxy's /run.
+    endpoint: RunEndpoint,
 }
 
 impl DockerContainer {
     /// /init, retried while the proxy does not accept connections yet (as the invoker does).
     fn init(&self) -> anyhow::Result<()> {
         let body = serde_json::to_vec(&serde_json::json!({"value": {
-            "name": self.action, "main": "main", "binary": false, "code": "",
+            "name": self.endpoint.action, "main": "main", "binary": false, "code": "",
         }}))?;
         let started = Instant::now();
         loop {
-            match Client::new(self.addr, ConnMode::New).post("/init", &body) {
+            match Client::new(self.endpoint.addr, ConnMode::New).post("/init", &body) {
                 Ok(response) if response.status == 200 => return Ok(()),
                 Ok(response) => bail!(
                     "/init of container {} answered {}: {}",
@@ -266,12 +270,11 @@ struct TrackedContainer {
 
 impl Container for TrackedContainer {
     fn run(&self, params: &Value) -> anyhow::Result<RunResult> {
-        let body = run_body(&self.inner.action, params, ACTION_TIMEOUT);
-        let response = Client::new(self.inner.addr, ConnMode::New).post("/run", &body)?;
-        Ok(RunResult {
-            status: response.status,
-            body: response.body,
-        })
+        self.inner.endpoint.run(params)
+    }
+
+    fn endpoint(&self) -> Option<&RunEndpoint> {
+        Some(&self.inner.endpoint)
     }
 
     fn suspend(&self) -> anyhow::Result<()> {

@@ -6,9 +6,15 @@ pub mod docker;
 pub mod native;
 pub mod wasm;
 
-use std::{net::IpAddr, time::Duration};
+use std::{
+    net::{IpAddr, SocketAddr},
+    sync::Arc,
+    time::Duration,
+};
 
 use serde_json::Value;
+
+use crate::http::{self, Client, ConnMode};
 
 /// An action as the platform knows it: a unique name (its own containers), the build of the
 /// action it runs, and the parameters bound to it at creation (merged under each call's).
@@ -55,6 +61,41 @@ impl RunResult {
     }
 }
 
+impl From<http::Response> for RunResult {
+    fn from(response: http::Response) -> RunResult {
+        RunResult {
+            status: response.status,
+            body: response.body,
+        }
+    }
+}
+
+/// Where a container reached over HTTP takes its activations: OpenWhisk's /run body, posted on
+/// a new connection as the invoker does.
+#[derive(Debug, Clone)]
+pub struct RunEndpoint {
+    pub addr: SocketAddr,
+    pub path: String,
+    /// The action's name, in the body's metadata.
+    pub action: String,
+}
+
+impl RunEndpoint {
+    /// One activation, waited for on this thread.
+    pub fn run(&self, params: &Value) -> anyhow::Result<RunResult> {
+        let body = run_body(&self.action, params, ACTION_TIMEOUT);
+        Ok(Client::new(self.addr, ConnMode::New)
+            .post(&self.path, &body)?
+            .into())
+    }
+
+    /// One activation, awaited without holding a thread.
+    pub async fn run_async(&self, params: &Value) -> anyhow::Result<RunResult> {
+        let body = run_body(&self.action, params, ACTION_TIMEOUT);
+        Ok(http::post_async(self.addr, &self.path, &body).await?.into())
+    }
+}
+
 /// A platform creates ready containers for actions.
 pub trait Platform: Send + Sync {
     /// Short name used in records and plots: `wasmtime`, `wasmer`, `wamr`, `docker`, `native`.
@@ -93,6 +134,11 @@ pub trait Platform: Send + Sync {
 /// One initialized container of one action; activations may run on it concurrently.
 pub trait Container: Send + Sync {
     fn run(&self, params: &Value) -> anyhow::Result<RunResult>;
+    /// Where activations go, for a container reached over HTTP: an async caller sends them
+    /// itself instead of blocking a thread in `run`.
+    fn endpoint(&self) -> Option<&RunEndpoint> {
+        None
+    }
     fn suspend(&self) -> anyhow::Result<()> {
         Ok(())
     }
@@ -109,6 +155,29 @@ pub trait Container: Send + Sync {
     fn cpu_ns(&self) -> Option<u64> {
         None
     }
+}
+
+/// An activation on `container`: over its HTTP endpoint when it has one, without a thread;
+/// otherwise `run` on a blocking thread.
+pub async fn run_async(
+    container: &Arc<Box<dyn Container>>,
+    params: Value,
+) -> anyhow::Result<RunResult> {
+    if let Some(endpoint) = container.endpoint() {
+        return endpoint.run_async(&params).await;
+    }
+    let container = Arc::clone(container);
+    blocking(move || container.run(&params)).await
+}
+
+/// Platform work that blocks (the Docker CLI, a blocking /init, a native process), on tokio's
+/// blocking threads.
+pub async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> anyhow::Result<T> + Send + 'static,
+) -> anyhow::Result<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|error| anyhow::anyhow!("platform work panicked: {error}"))?
 }
 
 /// The /run body OpenWhisk sends: the parameters under `value` plus activation metadata.

@@ -12,7 +12,7 @@ use std::{
 use anyhow::{Context, bail};
 use serde_json::Value;
 
-use super::{ACTION_TIMEOUT, Action, Container, Platform, RunResult, run_body};
+use super::{ACTION_TIMEOUT, Action, Container, Platform, RunEndpoint, RunResult};
 use crate::{
     executor::{ExecutorOptions, ExecutorProcess, fresh_dir},
     http::{Client, ConnMode},
@@ -163,9 +163,11 @@ impl Platform for WasmPlatform {
             );
         }
         Ok(Box::new(WasmContainer {
-            addr: self.process.addr,
-            action: action.name.clone(),
-            run_path: format!("/{id}/run"),
+            endpoint: RunEndpoint {
+                addr: self.process.addr,
+                path: format!("/{id}/run"),
+                action: action.name.clone(),
+            },
             destroy_path: format!("/{id}/destroy"),
         }))
     }
@@ -204,24 +206,22 @@ pub fn sanitize(name: &str) -> String {
 }
 
 struct WasmContainer {
-    addr: SocketAddr,
-    action: String,
-    run_path: String,
+    endpoint: RunEndpoint,
     destroy_path: String,
 }
 
 impl Container for WasmContainer {
     fn run(&self, params: &Value) -> anyhow::Result<RunResult> {
-        let body = run_body(&self.action, params, ACTION_TIMEOUT);
-        let response = Client::new(self.addr, ConnMode::New).post(&self.run_path, &body)?;
-        Ok(RunResult {
-            status: response.status,
-            body: response.body,
-        })
+        self.endpoint.run(params)
+    }
+
+    fn endpoint(&self) -> Option<&RunEndpoint> {
+        Some(&self.endpoint)
     }
 
     fn remove(self: Box<Self>) -> anyhow::Result<()> {
-        let response = Client::new(self.addr, ConnMode::New).post(&self.destroy_path, b"")?;
+        let response =
+            Client::new(self.endpoint.addr, ConnMode::New).post(&self.destroy_path, b"")?;
         if response.status != 200 {
             bail!("{} answered {}", self.destroy_path, response.status);
         }
