@@ -3,8 +3,8 @@
 //! I/O-bound (`net`); an OpenWhisk-like pool (1024 MB of user memory, 256 MB containers,
 //! idle eviction) in front of the platform, once per concurrency limit of the actions (the
 //! activations one container runs at once: the samples' level). Latency counts from the
-//! scheduled arrival, so a slow platform cannot slow the load down; the generator is async,
-//! one thread for every request in flight, so a backlog of thousands costs it no threads.
+//! scheduled arrival, so a slow platform cannot slow the load down; the generator is async
+//! (one thread drives every request in flight), so a backlog of thousands costs it no threads.
 
 use std::{
     sync::Arc,
