@@ -232,7 +232,7 @@ pub async fn post_async(addr: SocketAddr, path: &str, body: &[u8]) -> anyhow::Re
 }
 
 async fn exchange(addr: SocketAddr, path: &str, body: &[u8]) -> anyhow::Result<Response> {
-    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    use tokio::io::AsyncWriteExt as _;
     let mut stream = tokio::net::TcpStream::connect(addr)
         .await
         .with_context(|| format!("connecting to {addr}"))?;
@@ -260,26 +260,26 @@ async fn exchange(addr: SocketAddr, path: &str, body: &[u8]) -> anyhow::Result<R
         if let Some(head) = parse_head(&buf)? {
             break head;
         }
-        if stream
-            .read_buf(&mut buf)
-            .await
-            .context("reading the response")?
-            == 0
-        {
-            bail!("connection closed before a complete response head");
-        }
+        read_more(&mut stream, &mut buf, "before a complete response head").await?;
     };
     while buf.len() < head.end() {
-        if stream
-            .read_buf(&mut buf)
-            .await
-            .context("reading the response")?
-            == 0
-        {
-            bail!("connection closed inside the response body");
-        }
+        read_more(&mut stream, &mut buf, "inside the response body").await?;
     }
     Ok(head.response(&buf))
+}
+
+/// Appends what the next read returns; the peer closing is an error (`at`: where in the
+/// response it closed).
+async fn read_more(
+    stream: &mut tokio::net::TcpStream,
+    buf: &mut Vec<u8>,
+    at: &str,
+) -> anyhow::Result<()> {
+    use tokio::io::AsyncReadExt as _;
+    if stream.read_buf(buf).await.context("reading the response")? == 0 {
+        bail!("connection closed {at}");
+    }
+    Ok(())
 }
 
 fn find_head_end(buf: &[u8]) -> Option<usize> {
