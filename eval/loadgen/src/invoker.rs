@@ -600,8 +600,14 @@ mod tests {
         }
     }
 
-    /// A server answering every request after 300 ms, counting those it holds at once.
-    fn slow_server(running: Arc<AtomicUsize>, most: Arc<AtomicUsize>) -> SocketAddr {
+    /// A server that holds every request until it has held `full` at once (or for 10 s), then
+    /// answers each, counting the most it held at once; the peak does not depend on how fast
+    /// the requests arrive.
+    fn holding_server(
+        full: usize,
+        running: Arc<AtomicUsize>,
+        most: Arc<AtomicUsize>,
+    ) -> SocketAddr {
         use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
@@ -613,9 +619,12 @@ mod tests {
                 .unwrap();
             runtime.block_on(async move {
                 let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                let (filled, _) = tokio::sync::watch::channel(false);
+                let filled = Arc::new(filled);
                 loop {
                     let (mut socket, _) = listener.accept().await.unwrap();
                     let (running, most) = (Arc::clone(&running), Arc::clone(&most));
+                    let filled = Arc::clone(&filled);
                     tokio::spawn(async move {
                         let mut request = Vec::new();
                         while !complete(&request) {
@@ -625,7 +634,12 @@ mod tests {
                         }
                         let now = running.fetch_add(1, Ordering::SeqCst) + 1;
                         most.fetch_max(now, Ordering::SeqCst);
-                        tokio::time::sleep(Duration::from_millis(300)).await;
+                        if now >= full {
+                            filled.send_replace(true);
+                        }
+                        let mut released = filled.subscribe();
+                        let held = released.wait_for(|filled| *filled);
+                        let _ = tokio::time::timeout(Duration::from_secs(10), held).await;
                         running.fetch_sub(1, Ordering::SeqCst);
                         let answer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}";
                         let _ = socket.write_all(answer.as_bytes()).await;
@@ -707,7 +721,7 @@ mod tests {
         // for room, all sent from one thread. Thread-per-activation would take 600 threads.
         let server_running = Arc::new(AtomicUsize::new(0));
         let server_most = Arc::new(AtomicUsize::new(0));
-        let addr = slow_server(Arc::clone(&server_running), Arc::clone(&server_most));
+        let addr = holding_server(400, Arc::clone(&server_running), Arc::clone(&server_most));
         let platform = Arc::new(Counting {
             endpoint: Some(addr),
             ..Counting::default()
