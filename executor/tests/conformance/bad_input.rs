@@ -150,7 +150,7 @@ fn a_trapping_guest_is_an_error_and_the_container_goes_on() {
 fn bodies_over_the_limit_are_413() {
     let ex = Executor::start_with(&["--max-body-mb", "1"]);
     ex.init_action("echo", "echo");
-    let r = ex.run("echo", json!({"big": "y".repeat(2 << 20)}));
+    let r = ex.run("echo", json!({"big": "y".repeat(16 << 20)}));
     assert!(r.expect(413).error().len() > 5);
     ex.run("echo", json!({"small": 1})).expect(200);
 }

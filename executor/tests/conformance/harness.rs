@@ -464,10 +464,26 @@ pub fn exchange(
         body.len()
     ));
     stream.write_all(head.as_bytes())?;
-    stream.write_all(body)?;
+    // A server may answer before it has read the whole body (a 413) and close; the rest of
+    // the body then meets a closed socket. Like curl, stop sending and read the answer, which
+    // arrived before the close.
+    let sent = stream.write_all(body);
     let mut raw = Vec::new();
-    stream.read_to_end(&mut raw)?;
-    Ok(parse_response(&raw))
+    let received = read_until_closed(&mut stream, &mut raw);
+    match (sent, received) {
+        (Err(refused), _) if raw.is_empty() => Err(refused),
+        (_, Err(e)) if raw.is_empty() => Err(e),
+        _ => Ok(parse_response(&raw)),
+    }
+}
+
+/// Reads until the peer closes or resets the connection; a reset after an answer keeps what
+/// was read (the peer closed with part of the request unread).
+fn read_until_closed(stream: &mut impl Read, raw: &mut Vec<u8>) -> std::io::Result<()> {
+    match stream.read_to_end(raw) {
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset && !raw.is_empty() => Ok(()),
+        other => other.map(drop),
+    }
 }
 
 impl Drop for Executor {
