@@ -1,6 +1,6 @@
 //! The shared driver of every runtime's precompiler binary: arguments, the envelope, signing,
 //! zipping for `wsk action create`, and the report of what was produced. A runtime binary only
-//! supplies [`Compiler::compile`].
+//! supplies [`Compiler::compile`] and the flags of its own ([`Compiler::Options`]).
 
 pub mod cpu;
 
@@ -16,6 +16,9 @@ pub use cpu::{CpuLevel, TargetCpu};
 pub trait Compiler {
     const RUNTIME: RuntimeId;
 
+    /// Flags only this runtime's compiler takes, next to the shared ones ([`NoOptions`] if none).
+    type Options: clap::Args + std::fmt::Debug;
+
     /// Targets this compiler can produce code for.
     fn supported_targets(&self) -> Vec<String> {
         vec![host_target(), "aarch64-unknown-linux-gnu".into()]
@@ -23,12 +26,22 @@ pub trait Compiler {
 
     /// Native code for `target` and `cpu` (the driver checked that a level is one of the
     /// target's architecture, and that `ThisMachine` is only asked for the host).
-    fn compile(&self, wasm: &[u8], target: &str, cpu: TargetCpu) -> anyhow::Result<Vec<u8>>;
+    fn compile(
+        &self,
+        wasm: &[u8],
+        target: &str,
+        cpu: TargetCpu,
+        options: &Self::Options,
+    ) -> anyhow::Result<Vec<u8>>;
 }
+
+/// The options of a compiler that has no flags of its own.
+#[derive(Debug, clap::Args)]
+pub struct NoOptions {}
 
 /// Precompile a WebAssembly module ahead of time for the executor.
 #[derive(Debug, Parser)]
-pub struct Args {
+pub struct Args<O: clap::Args> {
     /// The portable module (.wasm) to compile.
     pub input: PathBuf,
 
@@ -56,11 +69,15 @@ pub struct Args {
     /// Write a zip holding the artifact, ready for `wsk action create NAME x.zip --kind wasm:0.1`.
     #[arg(long)]
     pub zip: bool,
+
+    /// The runtime's own flags.
+    #[command(flatten)]
+    pub runtime: O,
 }
 
 /// Parses the command line, compiles, and reports; the `main` of every runtime binary.
 pub fn run_main<C: Compiler>(compiler: C) -> ExitCode {
-    match run(&compiler, Args::parse()) {
+    match run(&compiler, Args::<C::Options>::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {error:#}");
@@ -69,7 +86,7 @@ pub fn run_main<C: Compiler>(compiler: C) -> ExitCode {
     }
 }
 
-fn run<C: Compiler>(compiler: &C, args: Args) -> anyhow::Result<()> {
+fn run<C: Compiler>(compiler: &C, args: Args<C::Options>) -> anyhow::Result<()> {
     if !compiler.supported_targets().contains(&args.target) {
         bail!(
             "{} cannot compile for {}; supported targets: {}",
@@ -96,7 +113,7 @@ fn run<C: Compiler>(compiler: &C, args: Args) -> anyhow::Result<()> {
         );
     }
     let payload = compiler
-        .compile(&wasm, &args.target, cpu)
+        .compile(&wasm, &args.target, cpu, &args.runtime)
         .with_context(|| format!("compiling {} with {}", args.input.display(), C::RUNTIME))?;
     let mut envelope = Envelope::new(C::RUNTIME, &args.target, &wasm, payload);
     if let Some(path) = &args.sign_key {

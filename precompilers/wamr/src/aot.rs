@@ -14,8 +14,9 @@ use wamr_profile as profile;
 
 use crate::target::AotTarget;
 
-/// The `.aot` file for `wasm`.
-pub fn compile(wasm: &[u8], target: &AotTarget) -> anyhow::Result<Vec<u8>> {
+/// The `.aot` file for `wasm`; with `execute_in_place`, code that runs from a read-only mapping
+/// of the file itself (WAMR's XIP).
+pub fn compile(wasm: &[u8], target: &AotTarget, execute_in_place: bool) -> anyhow::Result<Vec<u8>> {
     let _runtime = Runtime::init()?;
     // WAMR prints its compiler settings on stdout, which is reserved for our one report line.
     let _quiet = StdoutSilenced::begin();
@@ -67,6 +68,11 @@ pub fn compile(wasm: &[u8], target: &AotTarget) -> anyhow::Result<Vec<u8>> {
         enable_thread_mgr: profile::TERMINATION_CHECKS,
         // The guest's shadow stack (in linear memory) overflowing is a trap, not corruption.
         enable_aux_stack_check: true,
+        // Execute in place (`wamrc --xip`): calls between functions through a table, and
+        // LLVM's intrinsics through WAMR's helpers, so the code needs no per-load patching
+        // beyond the relocations WAMR applies before the executor seals it.
+        is_indirect_mode: execute_in_place,
+        disable_llvm_intrinsics: execute_in_place,
         ..Default::default()
     };
     // SAFETY: `data` is live; `option` and the strings it points to outlive the call (WAMR

@@ -14,8 +14,21 @@ use wasm_precompile::{Compiler, TargetCpu};
 
 struct Wamr;
 
+/// The flags only WAMR's compiler takes.
+#[derive(Debug, clap::Args)]
+struct WamrOptions {
+    /// Emit code that executes in place, as `wamrc --xip` does: the executor maps the file's
+    /// code read-only and executable instead of WAMR copying it into memory of its own, so a
+    /// distinct action holds its code once. Calls between functions then go through a table
+    /// and LLVM's intrinsics through WAMR's helpers; measure before using it for code dominated
+    /// by either (README, "Code that executes in place").
+    #[arg(long)]
+    xip: bool,
+}
+
 impl Compiler for Wamr {
     const RUNTIME: RuntimeId = RuntimeId::Wamr;
+    type Options = WamrOptions;
 
     /// The shared targets, and 32-bit Raspberry Pi OS (ARMv7, hard float).
     fn supported_targets(&self) -> Vec<String> {
@@ -26,7 +39,13 @@ impl Compiler for Wamr {
         ]
     }
 
-    fn compile(&self, wasm: &[u8], target: &str, cpu: TargetCpu) -> anyhow::Result<Vec<u8>> {
+    fn compile(
+        &self,
+        wasm: &[u8],
+        target: &str,
+        cpu: TargetCpu,
+        options: &WamrOptions,
+    ) -> anyhow::Result<Vec<u8>> {
         let version = wamr_compiler_sys::WAMR_VERSION;
         if version != RuntimeId::Wamr.locked_version() {
             bail!(
@@ -44,7 +63,7 @@ impl Compiler for Wamr {
         }
         wamr_profile::check_tables(wasm).map_err(anyhow::Error::msg)?;
         let target = target::for_triple(target, cpu)?;
-        let aot = aot::compile(wasm, &target)?;
+        let aot = aot::compile(wasm, &target, options.xip)?;
         Ok(wamr_profile::wrap(
             &wamr_profile::tag(version, target.profile, &target.code),
             &aot,

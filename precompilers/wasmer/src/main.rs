@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use wasm_artifact::RuntimeId;
-use wasm_precompile::{Compiler, TargetCpu};
+use wasm_precompile::{Compiler, NoOptions, TargetCpu};
 use wasmer::{
     Engine, Module,
     sys::{EngineBuilder, LLVM, LLVMOptLevel},
@@ -14,8 +14,15 @@ struct Wasmer;
 
 impl Compiler for Wasmer {
     const RUNTIME: RuntimeId = RuntimeId::Wasmer;
+    type Options = NoOptions;
 
-    fn compile(&self, wasm: &[u8], target: &str, cpu: TargetCpu) -> anyhow::Result<Vec<u8>> {
+    fn compile(
+        &self,
+        wasm: &[u8],
+        target: &str,
+        cpu: TargetCpu,
+        _: &NoOptions,
+    ) -> anyhow::Result<Vec<u8>> {
         let target = match cpu {
             TargetCpu::Portable => wasmer_profile::target(target, &[])?,
             TargetCpu::Level(level) => wasmer_profile::target(target, level.features)?,

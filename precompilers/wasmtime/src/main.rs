@@ -4,15 +4,22 @@
 use std::process::ExitCode;
 
 use wasm_artifact::{RuntimeId, host_target};
-use wasm_precompile::{Compiler, TargetCpu};
+use wasm_precompile::{Compiler, NoOptions, TargetCpu};
 use wasmtime::{Config, Engine};
 
 struct Wasmtime;
 
 impl Compiler for Wasmtime {
     const RUNTIME: RuntimeId = RuntimeId::Wasmtime;
+    type Options = NoOptions;
 
-    fn compile(&self, wasm: &[u8], target: &str, cpu: TargetCpu) -> anyhow::Result<Vec<u8>> {
+    fn compile(
+        &self,
+        wasm: &[u8],
+        target: &str,
+        cpu: TargetCpu,
+        _: &NoOptions,
+    ) -> anyhow::Result<Vec<u8>> {
         let mut config = Config::new();
         // Must match the executor's engine (executor/src/backend/wasmtime/engine.rs): wasmtime
         // refuses artifacts compiled with other code-affecting settings.
@@ -97,7 +104,7 @@ mod tests {
             wat::parse_str("(module (func (export \"f\") (result i32) i32.const 1))").unwrap();
         for level in LEVELS {
             let target = format!("{}-unknown-linux-gnu", level.arch);
-            let code = Wasmtime.compile(&wasm, &target, TargetCpu::Level(level));
+            let code = Wasmtime.compile(&wasm, &target, TargetCpu::Level(level), &NoOptions {});
             assert!(code.is_ok_and(|c| !c.is_empty()), "{}", level.name);
         }
     }
