@@ -1,7 +1,8 @@
 //! Precompiled artifacts: signed ones load, anything for another runtime, version or CPU, or
 //! unsigned without the operator's explicit trust, or tampered, is refused before loading.
 //! Code for a CPU level runs where the CPU has the level and is refused where it does not.
-//! Portable modules are compiled once and cached under their content hash.
+//! Portable modules are compiled once and cached under their content hash. WAMR code that
+//! executes in place runs like any other artifact.
 
 use std::path::{Path, PathBuf};
 
@@ -9,8 +10,8 @@ use serde_json::json;
 use wasm_artifact::{OperatorKey, RuntimeId, sha256_hex};
 
 use crate::harness::{
-    BUILD_RUNTIME, Executor, ScratchDir, action, behind_launcher, executor_target, precompile,
-    try_precompile,
+    BUILD_RUNTIME, Executor, ScratchDir, action, artifacts_only, behind_launcher, executor_target,
+    precompile, try_precompile,
 };
 
 struct Keys {
@@ -367,4 +368,44 @@ fn portable_modules_are_compiled_once_and_cached() {
     again.init_action("third", "big");
     assert_eq!(cached_modules(&ex.cache), cached);
     again.run("third", json!({})).expect(200);
+}
+
+/// `--xip` is a flag of WAMR's compiler alone: on WAMR, `hash` precompiled as code that executes
+/// in place (for the executor's target, signed) gives the portable module's results; the other
+/// runtimes' compilers refuse the flag instead of ignoring it.
+#[test]
+fn wamr_code_executing_in_place_runs_and_other_compilers_refuse_the_flag() {
+    let keys = Keys::new();
+    let out = keys.dir.0.join("hash-xip.zip");
+    let compiled = try_precompile(
+        &action("hash"),
+        &executor_target(),
+        &["--xip"],
+        Some(&keys.private()),
+        &out,
+    );
+    if BUILD_RUNTIME != "wamr" {
+        let refusal = compiled.expect_err("only WAMR's compiler takes --xip");
+        assert!(refusal.contains("--xip"), "{refusal}");
+        return;
+    }
+    let zip = compiled.unwrap_or_else(|e| panic!("{e}"));
+    let ex = Executor::start_with(&["--trusted-key", &keys.public()]);
+    let params = json!({"iterations": 1500, "input": "xip"});
+    ex.init_code("xip", &zip, json!({})).expect(200);
+    let expected = if artifacts_only() {
+        // A build that takes no portable Wasm: the default precompiled code is the reference.
+        let default = precompile(
+            &action("hash"),
+            &executor_target(),
+            Some(&keys.private()),
+            &keys.dir.0.join("hash.zip"),
+        );
+        ex.init_code("reference", &default, json!({})).expect(200);
+        ex.run("reference", params.clone()).expect(200).json()
+    } else {
+        ex.init_action("reference", "hash");
+        ex.run("reference", params.clone()).expect(200).json()
+    };
+    assert_eq!(ex.run("xip", params).expect(200).json(), expected);
 }

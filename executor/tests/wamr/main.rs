@@ -29,14 +29,21 @@ fn tool(name: &str) -> PathBuf {
     Path::new(env!("CARGO_BIN_EXE_wasm-executor")).with_file_name(name)
 }
 
-/// Runs wasm-precompile-wamr on `wasm`; the envelope bytes, or the error output.
-fn try_precompile(wasm: &[u8], target: &str, dir: &ScratchDir) -> Result<Vec<u8>, String> {
+/// Runs wasm-precompile-wamr on `wasm` with `flags`; the envelope bytes, or the error output.
+fn try_precompile_with(
+    wasm: &[u8],
+    target: &str,
+    flags: &[&str],
+    dir: &ScratchDir,
+) -> Result<Vec<u8>, String> {
     let input = dir.0.join(format!("{}.wasm", sha256_hex(wasm)));
-    let output = input.with_extension(format!("{target}.owart"));
+    let output = input.with_extension(format!("{target}{}.owart", flags.concat()));
     std::fs::write(&input, wasm).unwrap();
     let result = Command::new(tool("wasm-precompile-wamr"))
         .arg(&input)
-        .args(["--target", target, "-o"])
+        .args(["--target", target])
+        .args(flags)
+        .arg("-o")
         .arg(&output)
         .stdout(Stdio::null())
         .output()
@@ -50,15 +57,27 @@ fn try_precompile(wasm: &[u8], target: &str, dir: &ScratchDir) -> Result<Vec<u8>
     }
 }
 
+fn try_precompile(wasm: &[u8], target: &str, dir: &ScratchDir) -> Result<Vec<u8>, String> {
+    try_precompile_with(wasm, target, &[], dir)
+}
+
 fn precompile(wasm: &[u8], target: &str, dir: &ScratchDir) -> Vec<u8> {
     try_precompile(wasm, target, dir).unwrap_or_else(|e| panic!("precompiling for {target}: {e}"))
 }
 
-/// The module in both forms this build runs: portable (interpreter) and AOT.
-fn both_tiers(wasm: &[u8], dir: &ScratchDir) -> [(&'static str, Vec<u8>); 2] {
+/// `wasm` precompiled for this machine as code that executes in place (`--xip`).
+fn precompile_xip(wasm: &[u8], dir: &ScratchDir) -> Vec<u8> {
+    try_precompile_with(wasm, &host_target(), &["--xip"], dir)
+        .unwrap_or_else(|e| panic!("precompiling with --xip: {e}"))
+}
+
+/// The module in every form this build runs: portable (interpreter), AOT code WAMR copies,
+/// and AOT code that executes in place.
+fn every_tier(wasm: &[u8], dir: &ScratchDir) -> [(&'static str, Vec<u8>); 3] {
     [
         ("interp", wasm.to_vec()),
         ("aot", precompile(wasm, &host_target(), dir)),
+        ("xip", precompile_xip(wasm, dir)),
     ]
 }
 
@@ -148,9 +167,11 @@ fn a_signed_zipped_artifact_runs_as_aot_code_with_the_interpreters_results() {
     assert_eq!(interp["iterations"], 2000);
     let target = wamr_profile::TargetProfile::this_machine().unwrap();
     let profile = wamr_profile::profile_tag(RuntimeId::Wamr.locked_version(), target);
-    // Portable code, and code with this machine's CPU features, which the tag names.
+    // Portable code, code that executes in place, and code with this machine's CPU features,
+    // which the tag names.
     for (id, extra, cpu) in [
         ("aot", None, CodeCpu::portable(target.cpu)),
+        ("xip", Some("--xip"), CodeCpu::portable(target.cpu)),
         (
             "native",
             Some("--native-cpu"),
@@ -381,7 +402,7 @@ fn artifacts_for_cpu_features_the_machine_lacks_are_refused_not_run() {
 }
 
 #[test]
-fn out_of_bounds_accesses_trap_in_both_tiers_and_growth_is_usable() {
+fn out_of_bounds_accesses_trap_in_every_tier_and_growth_is_usable() {
     let dir = ScratchDir::new("wamr-oob");
     let ex = trusting();
     let modules = [
@@ -417,7 +438,7 @@ fn out_of_bounds_accesses_trap_in_both_tiers_and_growth_is_usable() {
         ),
     ];
     for (name, wasm) in &modules {
-        for (tier, code) in both_tiers(wasm, &dir) {
+        for (tier, code) in every_tier(wasm, &dir) {
             let id = format!("{name}-{tier}");
             ex.init_code(&id, &code, json!({})).expect(200);
             let r = ex.run(&id, json!({}));
@@ -439,7 +460,7 @@ fn out_of_bounds_accesses_trap_in_both_tiers_and_growth_is_usable() {
         "(drop (memory.grow (i32.const 1))) (i32.store (i32.const 131070) (i32.const 1))",
         "",
     );
-    for (tier, code) in both_tiers(&grown, &dir) {
+    for (tier, code) in every_tier(&grown, &dir) {
         ex.init_code(&format!("grown-{tier}"), &code, json!({}))
             .expect(200);
         assert_eq!(
@@ -449,7 +470,7 @@ fn out_of_bounds_accesses_trap_in_both_tiers_and_growth_is_usable() {
             json!({"ok": true})
         );
     }
-    for (tier, code) in both_tiers(&beyond, &dir) {
+    for (tier, code) in every_tier(&beyond, &dir) {
         ex.init_code(&format!("beyond-{tier}"), &code, json!({}))
             .expect(200);
         assert!(
@@ -462,14 +483,14 @@ fn out_of_bounds_accesses_trap_in_both_tiers_and_growth_is_usable() {
 }
 
 #[test]
-fn runaway_recursion_traps_in_both_tiers() {
+fn runaway_recursion_traps_in_every_tier() {
     let dir = ScratchDir::new("wamr-stack");
     let wasm = command(
         "(drop (call $down (i64.const 0)))",
         "(func $down (param i64) (result i64) (i64.add (call $down (i64.add (local.get 0) (i64.const 1))) (local.get 0)))",
     );
     let ex = trusting();
-    for (tier, code) in both_tiers(&wasm, &dir) {
+    for (tier, code) in every_tier(&wasm, &dir) {
         ex.init_code(tier, &code, json!({})).expect(200);
         for _ in 0..2 {
             let error = ex.run(tier, json!({})).expect(502).error();
@@ -509,7 +530,7 @@ fn the_shadow_stack_is_the_guests_whole_and_checked() {
     let dir = ScratchDir::new("wamr-shadow");
     let ex = trusting();
     // 600 KiB of a 1 MiB shadow stack: the whole stack belongs to the one guest thread.
-    for (tier, code) in both_tiers(&shadow_stack_module(600), &dir) {
+    for (tier, code) in every_tier(&shadow_stack_module(600), &dir) {
         ex.init_code(
             &format!("fits-{tier}"),
             &code,
@@ -525,7 +546,7 @@ fn the_shadow_stack_is_the_guests_whole_and_checked() {
         );
     }
     // Beyond it, a trap rather than writes below the stack.
-    for (tier, code) in both_tiers(&shadow_stack_module(1100), &dir) {
+    for (tier, code) in every_tier(&shadow_stack_module(1100), &dir) {
         ex.init_code(
             &format!("over-{tier}"),
             &code,
@@ -584,7 +605,7 @@ fn memory_limits_hold_for_initial_memory_and_for_artifacts() {
     let big =
         wat::parse_str(r#"(module (memory (export "memory") 2048) (func (export "_start")))"#)
             .unwrap();
-    for (tier, code) in both_tiers(&big, &dir) {
+    for (tier, code) in every_tier(&big, &dir) {
         ex.init_code(tier, &code, json!({"limits": {"memory": 64}}))
             .expect(200);
         assert_eq!(
@@ -624,34 +645,30 @@ fn many_looping_guests_stop_at_their_deadlines_while_others_are_served() {
         "10",
     ]));
     let loop_wasm = action("loop");
-    ex.init_code("loop-interp", &loop_wasm, json!({}))
-        .expect(200);
-    ex.init_code(
-        "loop-aot",
-        &precompile(&loop_wasm, &host_target(), &dir),
-        json!({}),
-    )
-    .expect(200);
+    let mut ids = Vec::new();
+    for (tier, code) in every_tier(&loop_wasm, &dir) {
+        let id = format!("loop-{tier}");
+        ex.init_code(&id, &code, json!({})).expect(200);
+        ids.push(id);
+    }
     ex.init_action("add", "add");
 
     const DEADLINE_MS: u64 = 3000;
-    // Pure compute loops and clock-polling busy waits, interpreted and AOT: 8 guests at once
-    // on 2 cores, so the watchdog works while the machine is saturated.
+    // Pure compute loops and clock-polling busy waits, in every tier (each tier gets both
+    // kinds): 8 guests at once on 2 cores, so the watchdog works while the machine is saturated.
+    let tiers = ids.len();
     let loops: Vec<_> = (0..8)
         .map(|i| {
             let ex = Arc::clone(&ex);
+            let id = ids[i % tiers].clone();
             std::thread::spawn(move || {
-                let id = if i % 2 == 0 {
-                    "loop-interp"
-                } else {
-                    "loop-aot"
-                };
-                let params = if i % 4 < 2 {
+                let params = if (i / tiers) % 2 == 0 {
                     json!({"forever": true})
                 } else {
                     json!({"ms": 600_000})
                 };
-                (id, run_with_deadline(&ex, id, params, DEADLINE_MS))
+                let outcome = run_with_deadline(&ex, &id, params, DEADLINE_MS);
+                (id, outcome)
             })
         })
         .collect();
@@ -674,10 +691,10 @@ fn many_looping_guests_stop_at_their_deadlines_while_others_are_served() {
                 .contains("exceeded its time limit"),
             "{id}: {body}"
         );
-        ex.assert_stopped_on_time(took, Duration::from_millis(DEADLINE_MS), id);
+        ex.assert_stopped_on_time(took, Duration::from_millis(DEADLINE_MS), &id);
     }
     // Every worker is free again.
-    for id in ["loop-interp", "loop-aot"] {
+    for id in &ids {
         assert_eq!(ex.run(id, json!({})).expect(200).json()["ok"], true);
     }
     let metrics = ex.get("/metrics").text();
@@ -692,7 +709,7 @@ fn many_looping_guests_stop_at_their_deadlines_while_others_are_served() {
 /// calls WASI natives directly, without the attachment the interpreter passes): a write to a
 /// descriptor that is not open is `EBADF`, a 10 ms sleep returns its one event.
 #[test]
-fn wasi_overrides_delegate_to_wamr_from_both_tiers() {
+fn wasi_overrides_delegate_to_wamr_from_every_tier() {
     let wasm = command(
         r#"(if (i32.ne (call $fd_write (i32.const 9) (i32.const 0) (i32.const 0) (i32.const 8))
                        (i32.const 8))                        ;; EBADF
@@ -712,7 +729,7 @@ fn wasi_overrides_delegate_to_wamr_from_both_tiers() {
     );
     let dir = ScratchDir::new("wamr-delegate");
     let ex = trusting();
-    for (tier, code) in both_tiers(&wasm, &dir) {
+    for (tier, code) in every_tier(&wasm, &dir) {
         ex.init_code(tier, &code, json!({})).expect(200);
         let r = ex.run(tier, json!({}));
         assert_eq!(r.expect(200).json(), json!({"ok": true}), "{tier}");
@@ -735,7 +752,7 @@ fn a_guest_sleeping_in_wasi_is_stopped_at_its_deadline() {
     );
     let dir = ScratchDir::new("wamr-sleep");
     let ex = trusting();
-    for (tier, code) in both_tiers(&wasm, &dir) {
+    for (tier, code) in every_tier(&wasm, &dir) {
         ex.init_code(tier, &code, json!({})).expect(200);
         let (status, body, took) = run_with_deadline(&ex, tier, json!({}), 700);
         assert_eq!(status, 502, "{tier}: {body}");
@@ -748,4 +765,86 @@ fn a_guest_sleeping_in_wasi_is_stopped_at_its_deadline() {
         );
         ex.assert_stopped_on_time(took, Duration::from_millis(700), tier);
     }
+}
+
+/// Bytes of the executor's anonymous executable mappings, and whether any mapping of its is
+/// writable and executable at once.
+fn executable_anonymous_bytes(ex: &Executor) -> (u64, bool) {
+    let maps = std::fs::read_to_string(format!("/proc/{}/maps", ex.pid())).unwrap();
+    let mut bytes = 0;
+    let mut writable_and_executable = false;
+    for line in maps.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let (range, perms) = (fields[0], fields[1]);
+        writable_and_executable |= perms.contains('w') && perms.contains('x');
+        let anonymous = fields.len() < 6;
+        if anonymous && perms.contains('x') {
+            let (start, end) = range.split_once('-').unwrap();
+            bytes +=
+                u64::from_str_radix(end, 16).unwrap() - u64::from_str_radix(start, 16).unwrap();
+        }
+    }
+    (bytes, writable_and_executable)
+}
+
+/// AOT code that executes in place (`--xip`) runs from pages of its own that hold the AOT file,
+/// read-only and executable, gives the interpreter's results, and its pages go with the module.
+/// Executable bytes are counted, not mappings: the kernel merges neighbouring mappings of the
+/// same kind (WAMR's own code copies are anonymous read-only code too).
+#[test]
+fn code_executing_in_place_runs_from_a_mapping_of_its_own() {
+    let dir = ScratchDir::new("wamr-xip");
+    let ex = trusting();
+    let wasm = action("hash");
+    let params = json!({"iterations": 3000, "input": "in place"});
+    ex.init_action("interp", "hash");
+    let interp = ex.run("interp", params.clone()).expect(200).json();
+
+    let xip = precompile_xip(&wasm, &dir);
+    let target = wamr_profile::TargetProfile::this_machine().unwrap();
+    let profile = wamr_profile::profile_tag(RuntimeId::Wamr.locked_version(), target);
+    let payload = Envelope::parse(&xip).unwrap().payload.into_owned();
+    let (aot, _) = wamr_profile::unwrap(&profile, target.cpu, |_| true, &payload).unwrap();
+    let page: u64 = String::from_utf8(
+        Command::new("getconf")
+            .arg("PAGESIZE")
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .trim()
+    .parse()
+    .unwrap();
+    let file_pages = (aot.len() as u64).div_ceil(page) * page;
+
+    let (before, wx) = executable_anonymous_bytes(&ex);
+    assert!(
+        !wx,
+        "a mapping is writable and executable before any AOT code"
+    );
+    ex.init_code("xip", &xip, json!({})).expect(200);
+    let (with_xip, wx) = executable_anonymous_bytes(&ex);
+    assert_eq!(
+        with_xip - before,
+        file_pages,
+        "code that executes in place takes the AOT file's pages, once"
+    );
+    assert!(!wx, "the pages were sealed after the load");
+    assert_eq!(ex.run("xip", params.clone()).expect(200).json(), interp);
+
+    // Code WAMR copies takes executable memory of WAMR's own, also never writable.
+    ex.init_code("aot", &precompile(&wasm, &host_target(), &dir), json!({}))
+        .expect(200);
+    let (with_both, wx) = executable_anonymous_bytes(&ex);
+    assert!(with_both > with_xip, "WAMR copied the default AOT code");
+    assert!(!wx, "WAMR's own code copy is not writable once loaded");
+    assert_eq!(ex.run("aot", params.clone()).expect(200).json(), interp);
+
+    // The last container of the module goes, and its pages with it.
+    ex.post("/xip/destroy", "").expect(200);
+    let (after, _) = executable_anonymous_bytes(&ex);
+    assert_eq!(with_both - after, file_pages, "the pages were unmapped");
+    healthy(&ex);
+    assert_eq!(ex.run("aot", params).expect(200).json(), interp);
 }

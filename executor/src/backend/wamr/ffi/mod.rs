@@ -11,6 +11,7 @@
 
 #![allow(unsafe_code)]
 
+mod code_in_place;
 mod instance;
 mod module;
 mod natives;

@@ -8,7 +8,7 @@ use std::{
 
 use wamr_runtime_sys as sys;
 
-use super::ThreadEnv;
+use super::{ThreadEnv, code_in_place::CodeInPlace};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ModuleKind {
@@ -45,11 +45,21 @@ pub struct Export {
 pub struct LoadedModule {
     raw: NonNull<sys::WASMModuleCommon>,
     kind: ModuleKind,
-    /// WAMR keeps pointers into the buffer it loaded from until the module is unloaded. (Its
-    /// `wasm_binary_freeable` load option is not used: with it, WAMR 2.4.3 reports an AOT
-    /// module's buffer as freeable yet still reads table segments from it — a freed buffer made
-    /// `call_indirect` trap with "uninitialized element".)
-    _buffer: Box<[u64]>,
+    /// WAMR keeps pointers into the buffer it loaded from until the module is unloaded (and
+    /// code that executes in place runs from it). (Its `wasm_binary_freeable` load option is
+    /// not used: with it, WAMR 2.4.3 reports an AOT module's buffer as freeable yet still reads
+    /// table segments from it — a freed buffer made `call_indirect` trap with "uninitialized
+    /// element".) Dropped after `drop` has unloaded the module.
+    buffer: LoadBuffer,
+}
+
+/// What WAMR loaded a module from.
+enum LoadBuffer {
+    /// A copy in 8-byte words of our own: portable Wasm, and AOT code WAMR copies into
+    /// executable memory of its own.
+    Words(Box<[u64]>),
+    /// An AOT file whose code executes in place, in pages sealed executable after the load.
+    InPlace(CodeInPlace),
 }
 
 // SAFETY: WAMR's embedding model is "load once, instantiate per worker thread" (its
@@ -71,14 +81,29 @@ impl LoadedModule {
             u32::try_from(code.len()).map_err(|_| "the module is larger than 4 GiB".to_owned())?;
         // WAMR may rewrite the buffer in place and wants AOT code 4-byte aligned: copy it into
         // 8-byte words of our own.
-        let mut buffer = vec![0u64; code.len().div_ceil(8)].into_boxed_slice();
-        let bytes = buffer.as_mut_ptr().cast::<u8>();
-        // SAFETY: `buffer` holds at least `code.len()` bytes; the regions do not overlap.
+        let mut words = vec![0u64; code.len().div_ceil(8)].into_boxed_slice();
+        let bytes = words.as_mut_ptr().cast::<u8>();
+        // SAFETY: `words` holds at least `code.len()` bytes; the regions do not overlap.
         unsafe { std::ptr::copy_nonoverlapping(code.as_ptr(), bytes, code.len()) };
+        // WAMR's own check, on the aligned copy: it aligns its reads as if the buffer were
+        // aligned, and on an unaligned slice misreads the header.
+        // SAFETY: `bytes` is `size` readable bytes; WAMR only reads them.
+        let in_place = unsafe { sys::wasm_runtime_is_xip_file(bytes, size) };
+        let mut buffer = if in_place {
+            drop(words);
+            LoadBuffer::InPlace(CodeInPlace::copy_of(code)?)
+        } else {
+            LoadBuffer::Words(words)
+        };
+        let bytes = match &mut buffer {
+            LoadBuffer::Words(words) => words.as_mut_ptr().cast::<u8>(),
+            LoadBuffer::InPlace(pages) => pages.as_mut_ptr(),
+        };
         let mut error = [0 as c_char; 256];
-        // SAFETY: the thread's WAMR environment is set up (`_env`); `bytes` is writable, `size`
-        // long and kept alive in the returned value until after `wasm_runtime_unload`; `error`
-        // is a writable buffer of the given length.
+        // SAFETY: the thread's WAMR environment is set up (`_env`); `bytes` is writable (the
+        // words are owned by `buffer`, the pages not sealed yet), `size` long and kept alive in
+        // the returned value until after `wasm_runtime_unload`; `error` is a writable buffer of
+        // the given length.
         let raw =
             unsafe { sys::wasm_runtime_load(bytes, size, error.as_mut_ptr(), error.len() as u32) };
         let raw = NonNull::new(raw).ok_or_else(|| c_text(&error))?;
@@ -87,11 +112,12 @@ impl LoadedModule {
             sys::Wasm_Module_AoT => ModuleKind::Aot,
             _ => ModuleKind::Bytecode,
         };
-        Ok(LoadedModule {
-            raw,
-            kind,
-            _buffer: buffer,
-        })
+        // From here on, dropping the value unloads the module before its buffer goes.
+        let module = LoadedModule { raw, kind, buffer };
+        if let LoadBuffer::InPlace(pages) = &module.buffer {
+            pages.seal()?;
+        }
+        Ok(module)
     }
 
     pub fn kind(&self) -> ModuleKind {
