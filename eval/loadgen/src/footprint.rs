@@ -5,7 +5,8 @@
 //! one /run of each (warm containers), its RSS again, sequential warm /runs on one kept-alive
 //! connection; then, every container destroyed, /inits of code no container holds (each
 //! destroyed again, so each loads the module anew). /init times are the client's and the
-//! executor's own (`took_us`, with the steps of each module load, from its log).
+//! executor's own (`took_us`, with the steps of each module load, from its log). Optionally
+//! also distinct precompiled actions, and every artifact built with a compiler's own flags.
 
 use std::{
     path::{Path, PathBuf},
@@ -54,6 +55,14 @@ pub struct FootprintArgs {
     /// warm-up); portable ones find the module in the compile cache after the first.
     #[arg(long, default_value_t = 100)]
     new_inits: usize,
+    /// Also measure N distinct actions precompiled (each container its own signed artifact,
+    /// precompiled before the executor starts); 0 leaves the path out.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    precompiled_distinct: usize,
+    /// A flag of the runtime's own compiler for every precompiled path (e.g. `--xip` for
+    /// WAMR); repeated for several.
+    #[arg(long, value_name = "FLAG", allow_hyphen_values = true)]
+    precompiler_flag: Vec<String>,
     /// Where summary.{json,md} go.
     #[arg(long, default_value = "eval/results/footprint")]
     out: PathBuf,
@@ -132,6 +141,9 @@ struct FootprintReport {
     /// Containers and new /inits of the distinct-actions path.
     distinct_containers: usize,
     distinct_new_inits: usize,
+    /// Distinct precompiled actions (0: path not measured), and the compiler's own flags.
+    precompiled_distinct: usize,
+    precompiler_flags: Vec<String>,
     quick: bool,
     loadavg_start: String,
     loadavg_end: String,
@@ -174,7 +186,9 @@ pub fn run(args: &FootprintArgs) -> anyhow::Result<()> {
         requests: sizes.requests,
         new_inits: sizes.new_inits,
         distinct_containers: sizes.distinct_containers,
-        distinct_new_inits: sizes.of_path(true).new_inits,
+        distinct_new_inits: sizes.of_path(Some(sizes.distinct_containers)).new_inits,
+        precompiled_distinct: args.precompiled_distinct,
+        precompiler_flags: args.precompiler_flag.clone(),
         quick: args.quick,
         loadavg_start,
         loadavg_end: report::loadavg(),
@@ -200,16 +214,15 @@ struct Sizes {
 }
 
 impl Sizes {
-    /// The sizes of one code path: the distinct-actions path has counts of its own.
-    fn of_path(&self, distinct: bool) -> Sizes {
-        if distinct {
-            Sizes {
-                containers: self.distinct_containers,
-                new_inits: self.new_inits.min(self.distinct_containers),
+    /// The sizes of one code path: a distinct-actions path has its own count of containers.
+    fn of_path(&self, containers: Option<usize>) -> Sizes {
+        match containers {
+            Some(containers) => Sizes {
+                containers,
+                new_inits: self.new_inits.min(containers),
                 ..*self
-            }
-        } else {
-            *self
+            },
+            None => *self,
         }
     }
 
@@ -232,8 +245,14 @@ fn measure_all(
             .split_once('=')
             .with_context(|| format!("--executor {spec}: expected RUNTIME=PATH"))?;
         let dir = fresh_dir(scratch, runtime)?;
-        let artifact = precompile::signed_zip(&args.precompiler, runtime, wasm, &dir)?;
-        let (zip, portable) = (workload::read(&artifact.zip)?, workload::read(wasm)?);
+        let public_key = precompile::keygen(&args.precompiler, &dir)?;
+        let flags = &args.precompiler_flag;
+        let compile = |wasm: &Path, name: &str| -> anyhow::Result<Vec<u8>> {
+            let zip = dir.join(format!("{name}.zip"));
+            precompile::compile_signed(&args.precompiler, runtime, wasm, flags, &dir, &zip)?;
+            workload::read(&zip)
+        };
+        let (zip, portable) = (compile(wasm, "action")?, workload::read(wasm)?);
         let same = |bytes: Vec<u8>| {
             let body = workload::init_body(&bytes);
             Box::new(move |_: usize| body.clone()) as Box<dyn Fn(usize) -> Vec<u8>>
@@ -246,18 +265,42 @@ fn measure_all(
             Box::new(move |k: usize| workload::init_body(&workload::distinct(&portable, k as u64)))
                 as Box<dyn Fn(usize) -> Vec<u8>>
         };
-        // (code path, its /init bodies, whether every container loads a module of its own)
-        let codes = [
-            ("precompiled", same(zip), false),
-            ("portable", same(portable), false),
-            ("portable, distinct actions", distinct, true),
+        // (code path, its /init bodies, the containers of a path where every container loads a
+        // module of its own)
+        let mut codes = vec![
+            ("precompiled", same(zip), None),
+            ("portable", same(portable.clone()), None),
+            (
+                "portable, distinct actions",
+                distinct,
+                Some(sizes.distinct_containers),
+            ),
         ];
-        for (code, body_of, distinct) in codes {
+        if args.precompiled_distinct > 0 {
+            // Each artifact once per container; the /inits of code no container holds (after
+            // every container is gone) take them again, each loaded anew.
+            let bodies = (0..args.precompiled_distinct)
+                .map(|k| {
+                    let variant = dir.join(format!("distinct-{k}.wasm"));
+                    std::fs::write(&variant, workload::distinct(&portable, k as u64))?;
+                    compile(&variant, &format!("distinct-{k}")).map(|zip| workload::init_body(&zip))
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let body_of = Box::new(move |k: usize| bodies[k % bodies.len()].clone())
+                as Box<dyn Fn(usize) -> Vec<u8>>;
+            codes.push((
+                "precompiled, distinct actions",
+                body_of,
+                Some(args.precompiled_distinct),
+            ));
+        }
+        for (code, body_of, distinct_containers) in codes {
+            let distinct = distinct_containers.is_some();
             tracing::info!(runtime, binary, code, "footprint");
             let options = ExecutorOptions {
                 binary: PathBuf::from(binary),
                 state_dir: fresh_dir(&dir, &format!("cache-{}", code.replace([',', ' '], "-")))?,
-                trusted_key: Some(artifact.public_key.clone()),
+                trusted_key: Some(public_key.clone()),
                 // `initialized` and `module loaded` (the executor's own /init times) and
                 // `activation ended` (its /run times).
                 log_filter: "info,wasm_executor::service=debug".into(),
@@ -265,7 +308,7 @@ fn measure_all(
                 extra_args: Vec::new(),
             };
             let executor = ExecutorProcess::start(&options)?;
-            let sizes = sizes.of_path(distinct);
+            let sizes = sizes.of_path(distinct_containers);
             let result = measure(&executor, runtime, code, &*body_of, &sizes);
             let log = executor.stop()?;
             let mut result = with_executor_times(result?, &log, &sizes, distinct);
@@ -481,6 +524,18 @@ fn markdown(report: &FootprintReport) -> String {
             ""
         }
     );
+    if report.precompiled_distinct > 0 {
+        out.push_str(&format!(
+            "Precompiled distinct actions: {} containers, each of an artifact of its own.\n\n",
+            report.precompiled_distinct
+        ));
+    }
+    if !report.precompiler_flags.is_empty() {
+        out.push_str(&format!(
+            "Every artifact precompiled with `{}`.\n\n",
+            report.precompiler_flags.join(" ")
+        ));
+    }
     out.push_str("| runtime | executor | code | idle RSS | RSS after /inits | after one /run each | per warm container (RSS / PSS) | /init p50 | /init p99 | warm /run p50 | warm /run p99 |\n");
     out.push_str("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     let us = |s: &Option<Summary>, p99: bool| {

@@ -2,7 +2,8 @@
 //! executor given, precompiled and portable, against the same Rust source built as a native
 //! binary. Variants run interleaved, round by round, so a busy moment of the shared machine
 //! hits all of them alike; each variant's fixed cost (process spawn, /run, instantiation) is
-//! measured with zero iterations and subtracted, leaving the hashing itself.
+//! measured with zero iterations and subtracted, leaving the hashing itself. Code precompiled
+//! with a compiler's own flags (`--also-precompiled-with`) is a variant of its own.
 
 use std::{
     path::{Path, PathBuf},
@@ -49,6 +50,10 @@ pub struct HashArgs {
     /// A few small runs: proves the harness works; the figures mean nothing.
     #[arg(long)]
     quick: bool,
+    /// Also run the action precompiled with these compiler flags (space-separated, e.g.
+    /// `--xip` for WAMR), as a variant of its own; repeated for several.
+    #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
+    also_precompiled_with: Vec<String>,
 }
 
 /// One way of running the action, and its timings (ns) with and without the work.
@@ -208,6 +213,17 @@ fn measure(
             .with_context(|| format!("--executor {spec:?}: expected RUNTIME=PATH"))?;
         let dir = fresh_dir(scratch, runtime)?;
         let artifact = precompile::signed_zip(&args.precompiler, runtime, wasm, &dir)?;
+        let mut codes = vec![("precompiled".to_owned(), workload::read(&artifact.zip)?)];
+        for (index, flags) in args.also_precompiled_with.iter().enumerate() {
+            let flags: Vec<String> = flags.split_whitespace().map(str::to_owned).collect();
+            let zip = dir.join(format!("flagged-{index}.zip"));
+            precompile::compile_signed(&args.precompiler, runtime, wasm, &flags, &dir, &zip)?;
+            codes.push((
+                format!("precompiled {}", flags.join(" ")),
+                workload::read(&zip)?,
+            ));
+        }
+        codes.push(("portable".to_owned(), workload::read(wasm)?));
         let process = ExecutorProcess::start(&ExecutorOptions {
             binary: PathBuf::from(binary),
             state_dir: fresh_dir(&dir, "cache")?,
@@ -222,11 +238,8 @@ fn measure(
             bail!("{binary} runs {}, not {runtime}", info["runtime"]);
         }
         executors.push(info);
-        for (kind, code) in [
-            ("precompiled", workload::read(&artifact.zip)?),
-            ("portable", workload::read(wasm)?),
-        ] {
-            let id = format!("hash-{kind}");
+        for (index, (kind, code)) in codes.into_iter().enumerate() {
+            let id = format!("hash-{index}");
             crate::executor::init_container(process.addr, &id, &workload::init_body(&code))?;
             variants.push(Variant {
                 name: format!("{runtime} {kind}"),

@@ -22,6 +22,18 @@ pub fn signed_zip(
     wasm: &Path,
     dir: &Path,
 ) -> anyhow::Result<Precompiled> {
+    let public_key = keygen(precompiler, dir)?;
+    let stem = wasm
+        .file_stem()
+        .map_or("action".into(), |s| s.to_string_lossy().into_owned());
+    let zip = dir.join(format!("{stem}.zip"));
+    compile_signed(precompiler, runtime, wasm, &[], dir, &zip)?;
+    Ok(Precompiled { zip, public_key })
+}
+
+/// Creates the operator key pair `dir/operator.{pem,pub}` (replacing an old one); the public
+/// key's path.
+pub fn keygen(precompiler: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
     let key = dir.join("operator");
     // keygen refuses to overwrite a key (a reused scratch directory).
     for old in [key.with_extension("pem"), key.with_extension("pub")] {
@@ -33,22 +45,28 @@ pub fn signed_zip(
         .arg("keygen")
         .arg("--out")
         .arg(&key))?;
-    let stem = wasm
-        .file_stem()
-        .map_or("action".into(), |s| s.to_string_lossy().into_owned());
-    let zip = dir.join(format!("{stem}.zip"));
+    Ok(key.with_extension("pub"))
+}
+
+/// Precompiles `wasm` for `runtime` with the compiler's own `flags`, signed with the key
+/// [`keygen`] made in `dir`, into the zip `out`.
+pub fn compile_signed(
+    precompiler: &Path,
+    runtime: &str,
+    wasm: &Path,
+    flags: &[String],
+    dir: &Path,
+    out: &Path,
+) -> anyhow::Result<()> {
     run(Command::new(precompiler)
         .args(["compile", "--runtime", runtime, "--"])
         .arg(wasm)
+        .args(flags)
         .arg("--sign-key")
-        .arg(key.with_extension("pem"))
+        .arg(dir.join("operator.pem"))
         .arg("--zip")
         .arg("-o")
-        .arg(&zip))?;
-    Ok(Precompiled {
-        zip,
-        public_key: key.with_extension("pub"),
-    })
+        .arg(out))
 }
 
 fn run(command: &mut Command) -> anyhow::Result<()> {
