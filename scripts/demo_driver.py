@@ -3,8 +3,9 @@ import base64, http.client, io, json, sys, time, urllib.parse, zipfile
 
 base, work, net_port = sys.argv[1], sys.argv[2], sys.argv[3]
 url = urllib.parse.urlparse(base)
-# demo.sh starts the executor with --state-dir WORK/state: grants live below WORK/state/grants.
-granted = f"{work}/state/grants/demo"
+# demo.sh starts the executor with --state-dir WORK/state: the `dir` annotation names the path
+# the action sees, and the directory lies beneath its namespace's, WORK/state/grants/guest/data.
+namespace, granted = "guest", "/data"
 
 
 def call(method, path, body=None):
@@ -59,8 +60,9 @@ demos = [
     ("echo", zipped(f"{dist}/echo.wasm"), {}, {"msg": "héllo ☃", "__log": ["a log line"], "__err": ["a warning"]}, "stdout/stderr become activation logs"),
     ("env", zipped(f"{dist}/env.wasm"), {}, {"who": "demo"}, "the activation context as __OW_* variables"),
     ("wordcount", zipped(f"{dist}/wordcount.wasm"), {}, {"text": "WebAssembly actions written in C"}, "an action written in C"),
-    ("filesys", zipped(f"{dist}/filesys.wasm"), {"annotations": {"dir": granted}},
-     {"dir": granted, "file": "note.txt", "content": "persisted"}, "`dir` annotation: one host directory"),
+    ("filesys", zipped(f"{dist}/filesys.wasm"), {"namespace": namespace, "annotations": {"dir": granted}},
+     {"dir": granted, "file": "note.txt", "content": "persisted"},
+     f"`dir` annotation: a directory of namespace {namespace!r} (state/grants/{namespace}{granted})"),
     ("net", zipped(f"{dist}/net.wasm"), {"annotations": {"net_access": True}},
      {"url": f"http://127.0.0.1:{net_port}/"}, "`net_access` annotation: HTTP GET from the guest"),
     ("panic", zipped(f"{dist}/panic.wasm"), {}, {"message": "something went wrong"}, "a trapping guest is a developer error (502)"),

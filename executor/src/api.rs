@@ -1,20 +1,24 @@
 //! The HTTP API the invoker talks to (docs/executor-api.md): routes, body parsing and the one
-//! place where errors become status codes and `{"error": …}` bodies.
+//! place where errors become status codes and `{"error": …}` bodies. Every request's body is
+//! read (or discarded) before its route answers, within a time set by its length, so a
+//! kept-alive connection is never left with an unread body; an answer given before the body
+//! was read closes the connection.
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use axum::{
     Json, Router,
-    body::Bytes,
+    body::{Body, Bytes},
     extract::{
         DefaultBodyLimit, Path, Request, State,
         rejection::{BytesRejection, PathRejection},
     },
-    http::{HeaderMap, HeaderValue, StatusCode, header},
+    http::{HeaderMap, HeaderValue, Method, StatusCode, header},
     middleware::{self, Next},
     response::{IntoResponse, Response},
     routing::{get, post},
 };
+use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde::Deserialize;
 use serde_json::json;
 use tokio::sync::Semaphore;
@@ -31,7 +35,10 @@ type AppState = Arc<Executor>;
 /// Carries the executor's instance id on every answer (see `GET /health`).
 pub const INSTANCE_HEADER: &str = "wasm-executor-instance";
 
-/// What every request passes before its route: the guard, then the body budget.
+/// Largest body read and discarded on a route that takes none.
+const DISCARDED_BODY_BYTES: usize = 64 << 10;
+
+/// What every request passes before its route: the guard, the body budget, the body's reading.
 pub struct Gate {
     pub guard: ApiGuard,
     /// Request-body bytes that may be held at once, in KiB permits.
@@ -39,10 +46,20 @@ pub struct Gate {
     /// All the permits there are.
     total_kib: u32,
     max_body_bytes: usize,
+    /// How long a body may take: this, plus its length at the minimum rate.
+    body_grace: Duration,
+    /// Slowest rate (bytes per second) at which a body may arrive.
+    body_min_rate: u64,
 }
 
 impl Gate {
-    pub fn new(guard: ApiGuard, max_body_bytes: usize, max_pending_body_bytes: usize) -> Self {
+    pub fn new(
+        guard: ApiGuard,
+        max_body_bytes: usize,
+        max_pending_body_bytes: usize,
+        body_grace: Duration,
+        body_min_rate: u64,
+    ) -> Self {
         let total_kib =
             u32::try_from(max_pending_body_bytes.div_ceil(1024).max(1)).unwrap_or(u32::MAX);
         Gate {
@@ -50,17 +67,63 @@ impl Gate {
             bodies: Arc::new(Semaphore::new(total_kib as usize)),
             total_kib,
             max_body_bytes,
+            body_grace,
+            body_min_rate: body_min_rate.max(1),
+        }
+    }
+
+    /// Reads the request's body within its time: in whole for /init and /run, discarded (up to
+    /// [`DISCARDED_BODY_BYTES`]) for every other route. An answer instead when it could not be.
+    async fn read_body(&self, request: Request) -> Result<Request, Response> {
+        let (parts, body) = request.into_parts();
+        let path = parts.uri.path();
+        let kept =
+            parts.method == Method::POST && (path.ends_with("/init") || path.ends_with("/run"));
+        let limit = if kept {
+            self.max_body_bytes
+        } else {
+            DISCARDED_BODY_BYTES
+        };
+        let too_large = || {
+            closing(ApiError(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("the request body is larger than this route takes ({limit} bytes)"),
+            ))
+        };
+        let declared = declared_length(&parts.headers);
+        if declared.is_some_and(|length| length > limit) {
+            return Err(too_large());
+        }
+        let expected = declared.unwrap_or(limit) as u64;
+        let allowed = self.body_grace + Duration::from_secs(expected / self.body_min_rate);
+        match tokio::time::timeout(allowed, Limited::new(body, limit).collect()).await {
+            Ok(Ok(collected)) => {
+                let bytes = if kept {
+                    collected.to_bytes()
+                } else {
+                    Bytes::new()
+                };
+                Ok(Request::from_parts(parts, Body::from(bytes)))
+            }
+            Ok(Err(error)) if error.is::<LengthLimitError>() => Err(too_large()),
+            Ok(Err(error)) => Err(closing(ApiError(
+                StatusCode::BAD_REQUEST,
+                format!("the request body could not be read: {error}"),
+            ))),
+            Err(_) => Err(closing(ApiError(
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "the request body did not arrive within {} ms",
+                    allowed.as_millis()
+                ),
+            ))),
         }
     }
 
     /// The KiB a request's body may take, from its Content-Length (chunked: the largest body),
     /// never more than the whole budget.
     fn body_kib(&self, headers: &HeaderMap) -> u32 {
-        let declared = headers
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<usize>().ok());
-        let bytes = match declared {
+        let bytes = match declared_length(headers) {
             Some(length) => length.min(self.max_body_bytes),
             None if headers.contains_key(header::TRANSFER_ENCODING) => self.max_body_bytes,
             None => 0,
@@ -124,14 +187,32 @@ async fn answered(
     response
 }
 
-/// Lets a request through to its route when [`ApiGuard`] accepts it and its body fits in
-/// what may be held at once; the body's share is held until the answer is made.
+/// The Content-Length a request declares.
+fn declared_length(headers: &HeaderMap) -> Option<usize> {
+    headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<usize>().ok())
+}
+
+/// An answer given without reading the request's body: the connection ends with it, so the
+/// client never writes its next request into a connection the server is closing.
+fn closing(error: ApiError) -> Response {
+    let mut response = error.into_response();
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
+/// Lets a request through to its route when [`ApiGuard`] accepts it, its body fits in what
+/// may be held at once and arrives in time; the body's share is held until the answer is made.
 async fn gated(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
     if let Err(Refusal(status, message)) =
         gate.guard
             .check(request.method(), request.uri().path(), request.headers())
     {
-        let mut response = ApiError(status, message).into_response();
+        let mut response = closing(ApiError(status, message));
         if status == StatusCode::UNAUTHORIZED {
             response
                 .headers_mut()
@@ -140,16 +221,21 @@ async fn gated(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> R
         return response;
     }
     let kib = gate.body_kib(request.headers());
-    if kib == 0 {
-        return next.run(request).await;
-    }
-    match Arc::clone(&gate.bodies).try_acquire_many_owned(kib) {
-        Ok(_held) => next.run(request).await,
-        Err(_) => ApiError(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the executor holds as many request bodies as it may; retry elsewhere".into(),
-        )
-        .into_response(),
+    let _held = match kib {
+        0 => None,
+        kib => match Arc::clone(&gate.bodies).try_acquire_many_owned(kib) {
+            Ok(held) => Some(held),
+            Err(_) => {
+                return closing(ApiError(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the executor holds as many request bodies as it may; retry elsewhere".into(),
+                ));
+            }
+        },
+    };
+    match gate.read_body(request).await {
+        Ok(request) => next.run(request).await,
+        Err(answer) => answer,
     }
 }
 

@@ -1,8 +1,11 @@
-//! The operator's policy for the `dir` annotation. A directory is granted only below the grant
-//! root; it is opened once, at /init, one path component at a time without following any
-//! symlink (missing components are created, mode 0700), and every run of the container gets
-//! that open directory. Replacing the path afterwards (by a symlink, a rename) changes nothing
-//! for the container: it keeps the directory it was granted.
+//! The operator's policy for the `dir` annotation. Every grant belongs to one namespace: the
+//! annotation names a path as the guest sees it, and the directory granted is that path beneath
+//! the namespace's own directory under the grant root (`ROOT/<namespace>/<path>`), so no
+//! spelling of a path reaches another namespace's files. The directory is opened once, at
+//! /init, one path component at a time without following any symlink (missing components are
+//! created, mode 0700), and every run of the container gets that open directory. Replacing the
+//! path afterwards (by a symlink, a rename) changes nothing for the container: it keeps the
+//! directory it was granted.
 
 use std::{
     os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd},
@@ -18,7 +21,6 @@ use rustix::{
 /// The tree under which directories are granted, held open.
 #[derive(Debug)]
 pub struct GrantRoot {
-    path: PathBuf,
     fd: OwnedFd,
 }
 
@@ -34,48 +36,51 @@ const DIR_FLAGS: OFlags = OFlags::RDONLY
     .union(OFlags::NOFOLLOW)
     .union(OFlags::CLOEXEC);
 
+/// Checks a namespace name as OpenWhisk's `EntityName` does: 1 to 256 characters of
+/// `A-Z a-z 0-9 _ @`, and inside also space, `.` and `-` (never first, space never last). So a
+/// namespace is always one path component, never `.`, `..` or empty.
+pub fn check_namespace(namespace: &str) -> Result<(), String> {
+    let bytes = namespace.as_bytes();
+    let word = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'@');
+    let ok = match bytes {
+        [] => false,
+        [only] => word(only),
+        [first, middle @ .., last] => {
+            word(first)
+                && middle
+                    .iter()
+                    .all(|b| word(b) || matches!(b, b' ' | b'.' | b'-'))
+                && (word(last) || matches!(last, b'.' | b'-'))
+                && bytes.len() <= 256
+        }
+    };
+    if ok {
+        Ok(())
+    } else {
+        let shown: String = namespace.chars().take(64).collect();
+        Err(format!(
+            "the namespace {shown:?} is not an OpenWhisk namespace name (1 to 256 characters of \
+             A-Z a-z 0-9 _ @, and inside also space . -)"
+        ))
+    }
+}
+
 impl GrantRoot {
     /// Opens the root (a canonical path of a private directory, see `state::private_dir`).
     pub fn open(path: &Path) -> anyhow::Result<Self> {
         let fd = rustix::fs::open(path, DIR_FLAGS, Mode::empty())
             .with_context(|| format!("opening the directory root {}", path.display()))?;
-        Ok(GrantRoot {
-            path: path.to_path_buf(),
-            fd,
-        })
+        Ok(GrantRoot { fd })
     }
 
-    /// Checks `requested` and opens it beneath the root, creating what is missing.
-    pub fn grant(&self, requested: &str) -> Result<GrantedDir, String> {
-        let path = Path::new(requested);
-        if !path.is_absolute() {
-            return Err(format!(
-                "the `dir` annotation must be an absolute path, not {requested:?}"
-            ));
-        }
-        if path.components().any(|c| matches!(c, Component::ParentDir)) {
-            return Err(format!(
-                "the `dir` annotation {requested:?} may not contain `..`"
-            ));
-        }
-        // The guest sees the directory at this path; runtimes that map directories by
-        // `guest::host` text must not be confused by it.
-        if requested.contains("::") || requested.contains('\0') {
-            return Err(format!(
-                "the `dir` annotation {requested:?} may not contain `::` or NUL"
-            ));
-        }
-        let relative = path
-            .strip_prefix(&self.path)
-            .map_err(|_| self.refusal(requested))?;
-        if relative.as_os_str().is_empty() {
-            return Err(format!(
-                "the `dir` annotation {requested:?} names the directory root itself; grant a directory below it"
-            ));
-        }
-        let mut current =
-            rustix::io::dup(&self.fd).map_err(|e| format!("cannot open the root: {e}"))?;
-        for component in relative.components() {
+    /// Checks `requested` (the path at which the guest sees the directory) and opens it
+    /// beneath `namespace`'s directory, creating what is missing.
+    pub fn grant(&self, namespace: &str, requested: &str) -> Result<GrantedDir, String> {
+        check_namespace(namespace)?;
+        let guest_path = check_guest_path(requested)?;
+        let mut current = open_or_create(&self.fd, namespace.as_ref())
+            .map_err(|e| format!("cannot open the directory of namespace {namespace:?}: {e}"))?;
+        for component in Path::new(&guest_path).components() {
             let Component::Normal(name) = component else {
                 continue;
             };
@@ -84,16 +89,44 @@ impl GrantRoot {
         }
         Ok(GrantedDir {
             fd: current,
-            guest_path: requested.trim_end_matches('/').to_owned(),
+            guest_path,
         })
     }
+}
 
-    fn refusal(&self, requested: &str) -> String {
-        format!(
-            "the `dir` annotation {requested:?} is outside {}, the only tree this executor grants",
-            self.path.display()
-        )
+/// The guest path a `dir` annotation names, normalised (no `.` components, no trailing `/`):
+/// absolute, below `/`, without `..`, and without `:` or NUL, which runtimes that map
+/// directories by `guest:host` text could misread.
+fn check_guest_path(requested: &str) -> Result<String, String> {
+    let path = Path::new(requested);
+    if !path.is_absolute() {
+        return Err(format!(
+            "the `dir` annotation must be an absolute path (where the action sees the directory), not {requested:?}"
+        ));
     }
+    if path.components().any(|c| matches!(c, Component::ParentDir)) {
+        return Err(format!(
+            "the `dir` annotation {requested:?} may not contain `..`"
+        ));
+    }
+    if requested.contains([':', '\0']) {
+        return Err(format!(
+            "the `dir` annotation {requested:?} may not contain `:` or NUL"
+        ));
+    }
+    let names: Vec<&str> = path
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(name) => name.to_str(),
+            _ => None,
+        })
+        .collect();
+    if names.is_empty() {
+        return Err(format!(
+            "the `dir` annotation {requested:?} names no directory; give one such as /data"
+        ));
+    }
+    Ok(format!("/{}", names.join("/")))
 }
 
 /// Opens the directory `name` in `parent` without following a symlink, creating it when absent.
@@ -153,37 +186,58 @@ mod tests {
     use super::*;
 
     #[test]
-    fn grants_only_below_the_root_and_never_through_links() {
+    fn grants_lie_beneath_their_namespace_and_never_go_through_links() {
         let base = std::env::temp_dir().join(format!("grant-dir-{}", std::process::id()));
         std::fs::create_dir_all(&base).unwrap();
         let base = base.canonicalize().unwrap();
         let root = GrantRoot::open(&base).unwrap();
-        let inside = base.join("a/b");
-        let granted = root.grant(inside.to_str().unwrap()).unwrap();
-        assert_eq!(granted.guest_path(), inside.to_str().unwrap());
-        assert!(inside.is_dir(), "created");
+        let granted = root.grant("alice", "/a/./b/").unwrap();
+        assert_eq!(granted.guest_path(), "/a/b");
+        let inside = base.join("alice/a/b");
+        assert!(inside.is_dir(), "created beneath the namespace");
+        // The same path in another namespace is another directory.
+        root.grant("bob", "/a/b").unwrap();
+        assert!(base.join("bob/a/b").is_dir());
         // The reopen path leads to the granted directory even after the path is replaced.
-        std::fs::rename(&inside, base.join("a/moved")).unwrap();
-        std::os::unix::fs::symlink("/etc", &inside).unwrap();
+        std::fs::rename(&inside, base.join("alice/a/moved")).unwrap();
+        std::os::unix::fs::symlink(base.join("bob/a/b"), &inside).unwrap();
         let reopened = std::fs::canonicalize(granted.reopen_path()).unwrap();
-        assert_eq!(reopened, base.join("a/moved"));
-        // A symlink on the way is refused, wherever it points.
-        let err = root.grant(inside.join("x").to_str().unwrap()).unwrap_err();
+        assert_eq!(reopened, base.join("alice/a/moved"));
+        // A symlink on the way is refused, wherever it points: also a namespace's own directory.
+        let err = root.grant("alice", "/a/b/x").unwrap_err();
         assert!(err.contains("symbolic link"), "{err}");
-        std::os::unix::fs::symlink(base.join("a"), base.join("inner-link")).unwrap();
+        std::os::unix::fs::symlink(base.join("bob"), base.join("carol")).unwrap();
         assert!(
-            root.grant(base.join("inner-link").to_str().unwrap())
-                .is_err()
+            root.grant("carol", "/a")
+                .unwrap_err()
+                .contains("symbolic link")
         );
-        for bad in [
-            "/etc",
-            "relative",
-            &format!("{}/../x", base.display()),
-            base.to_str().unwrap(),
-        ] {
-            assert!(root.grant(bad).is_err(), "{bad}");
+        for bad in ["relative", "/x/../y", "/", "/./", "/a:b", "/a::b", "/a\0b"] {
+            assert!(root.grant("alice", bad).is_err(), "{bad:?}");
         }
-        assert!(root.grant(&format!("{}/a::b", base.display())).is_err());
+        for bad in [
+            "",
+            ".",
+            "..",
+            "a/b",
+            "-a",
+            " a",
+            "a ",
+            "a\0",
+            &"a".repeat(257),
+        ] {
+            assert!(root.grant(bad, "/data").is_err(), "namespace {bad:?}");
+        }
+        for good in [
+            "guest",
+            "whisk.system",
+            "a b",
+            "user@example.com",
+            "_",
+            "a-",
+        ] {
+            assert!(check_namespace(good).is_ok(), "{good:?}");
+        }
         std::fs::remove_dir_all(&base).unwrap();
     }
 }

@@ -41,6 +41,26 @@ pub struct Config {
     #[arg(long, env = "WASM_EXECUTOR_INSECURE_LISTEN")]
     pub insecure_listen: bool,
 
+    /// Longest wait (ms) for a request's complete header, counted from the connection's start
+    /// or the previous answer: it also ends idle kept-alive connections.
+    #[arg(
+        long,
+        env = "WASM_EXECUTOR_HEADER_TIMEOUT_MS",
+        default_value_t = 10_000
+    )]
+    pub header_timeout_ms: u64,
+
+    /// Slowest rate (KiB/s) at which a request body may arrive: a body of N KiB must be in
+    /// within --header-timeout-ms plus N / this many seconds.
+    #[arg(long, env = "WASM_EXECUTOR_BODY_MIN_RATE_KB", default_value_t = 64)]
+    pub body_min_rate_kb: u64,
+
+    /// Connections open at once (default: half the descriptor limit, which the executor raises
+    /// to its hard limit at start). At the cap a new connection replaces the oldest idle one;
+    /// when every connection is busy it is answered 503.
+    #[arg(long, env = "WASM_EXECUTOR_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+
     /// Jobs on the blocking pool at once (guests, module loads), each on a thread of its own,
     /// started as needed: computing with one of the --max-concurrent slots, or waiting on a
     /// timer or the network without one. Beyond it jobs wait in the queue.
@@ -172,9 +192,30 @@ pub struct Config {
     pub allow_unsigned_artifacts: bool,
 
     /// The only tree under which the `dir` annotation may grant directories (default:
-    /// STATE_DIR/grants). Private to the executor's user, apart from its cache and state.
+    /// STATE_DIR/grants): a namespace's grants lie in DIR_ROOT/<namespace>/<path the action
+    /// names>. Private to the executor's user, apart from its cache and state.
     #[arg(long, env = "WASM_EXECUTOR_DIR_ROOT")]
     pub dir_root: Option<PathBuf>,
+
+    /// Namespaces whose actions may use the `dir` annotation (comma-separated; `*`: every
+    /// namespace). Each namespace's directories lie beneath DIR_ROOT/<namespace>.
+    #[arg(
+        long = "dir-namespaces",
+        env = "WASM_EXECUTOR_DIR_NAMESPACES",
+        value_delimiter = ',',
+        default_value = "*"
+    )]
+    pub dir_namespaces: Vec<String>,
+
+    /// Namespaces whose actions may use the `net_access` annotation (comma-separated; `*`: every
+    /// namespace, also an /init that names none).
+    #[arg(
+        long = "net-namespaces",
+        env = "WASM_EXECUTOR_NET_NAMESPACES",
+        value_delimiter = ',',
+        default_value = "*"
+    )]
+    pub net_namespaces: Vec<String>,
 
     /// Hosts (`host` or `host:port`) the HTTP GET capability may reach even when they resolve
     /// to loopback or private addresses; `*` allows every host. Public hosts are always allowed.

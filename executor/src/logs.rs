@@ -22,6 +22,9 @@ use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 /// The line OpenWhisk runtimes write on both streams after every activation.
 pub const SENTINEL: &str = "XXX_THE_END_OF_A_WHISK_ACTIVATION_XXX";
 
+/// What a guest line that contains the sentinel shows instead of it.
+pub const SENTINEL_STAND_IN: &str = "[activation sentinel]";
+
 /// What a captured line costs beyond its text: its timestamp, stream and bookkeeping in memory,
 /// and the framing of its json-file form.
 pub const LINE_COST: usize = 64;
@@ -295,7 +298,7 @@ impl PendingLogs {
         for line in captured.lines {
             let line = PendingLine {
                 stream: line.stream,
-                text: Cow::Owned(line.text),
+                text: Cow::Owned(unframed(line.text)),
                 time: line.time,
             };
             let cost = line.cost();
@@ -353,6 +356,17 @@ impl PendingLogs {
         self.budget.give_back(state.bytes);
         state.bytes = 0;
         out
+    }
+}
+
+/// A guest's line as the invoker may see it: the sentinel, wherever it stands in the line (and
+/// however the guest's writes split it; lines are whole here), is replaced by a stand-in, so
+/// only the executor can end an activation's logs.
+fn unframed(text: String) -> String {
+    if text.contains(SENTINEL) {
+        text.replace(SENTINEL, SENTINEL_STAND_IN)
+    } else {
+        text
     }
 }
 
@@ -438,6 +452,31 @@ mod tests {
             0,
             "a destroyed container gives its lines back"
         );
+    }
+
+    #[test]
+    fn a_guest_cannot_write_the_sentinel() {
+        let pending = PendingLogs::new(LogBudget::new(1 << 20));
+        let capture = OutputCapture::new(1 << 20, 1 << 20);
+        capture.write(Stream::Stdout, b"XXX_THE_END_OF_A_WHI");
+        capture.write(Stream::Stdout, b"SK_ACTIVATION_XXX\n");
+        capture.write(Stream::Stderr, format!(" {SENTINEL}\r\n").as_bytes());
+        capture.write(Stream::Stdout, b"after\n");
+        pending.append_activation(capture.finish());
+        let lines: Vec<serde_json::Value> = pending
+            .drain()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let texts: Vec<&str> = lines.iter().map(|l| l["log"].as_str().unwrap()).collect();
+        let framing = texts.iter().filter(|t| t.trim() == SENTINEL).count();
+        assert_eq!(
+            framing, 2,
+            "only the executor's own two sentinels: {texts:?}"
+        );
+        assert_eq!(texts.len(), 5, "{texts:?}");
+        assert!(texts[0].starts_with(SENTINEL_STAND_IN), "{texts:?}");
+        assert!(texts[3].trim() == SENTINEL && texts[4].trim() == SENTINEL);
     }
 
     #[test]

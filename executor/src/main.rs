@@ -14,9 +14,11 @@ mod outcome;
 mod pool;
 mod protocol;
 mod registry;
+mod server;
 mod service;
 mod shared_code;
 mod state;
+mod tenants;
 
 use std::sync::Arc;
 
@@ -81,11 +83,22 @@ fn return_large_buffers_to_the_kernel() {
 
 async fn serve(config: Config, trusted_keys: TrustedKeys) -> anyhow::Result<()> {
     let listen = config.listen.clone();
+    let header_timeout = std::time::Duration::from_millis(config.header_timeout_ms);
     let gate = api::Gate::new(
         api_guard(&config)?,
         config.max_body_mb << 20,
         config.max_pending_body_mb << 20,
+        header_timeout,
+        config.body_min_rate_kb << 10,
     );
+    let descriptors = server::raise_descriptor_limit();
+    let limits = server::ConnectionLimits {
+        header_timeout,
+        max_connections: config
+            .max_connections
+            .unwrap_or_else(|| server::default_max_connections(descriptors))
+            .max(1),
+    };
     let keys = trusted_keys.len();
     let executor = Arc::new(Executor::new(config, trusted_keys)?);
     // The executor is never torn down: at exit the kernel reclaims its memory at once, while
@@ -97,6 +110,8 @@ async fn serve(config: Config, trusted_keys: TrustedKeys) -> anyhow::Result<()> 
     let ready = |address: String| {
         tracing::info!(
             address,
+            max_connections = limits.max_connections,
+            descriptors,
             runtime = executor.runtime_name(),
             version = executor.runtime_version(),
             trusted_keys = keys,
@@ -109,19 +124,21 @@ async fn serve(config: Config, trusted_keys: TrustedKeys) -> anyhow::Result<()> 
                 .await
                 .with_context(|| format!("binding {addr}"))?;
             ready(listener.local_addr()?.to_string());
-            axum::serve(listener, router)
-                .with_graceful_shutdown(shutdown_signal())
-                .await
+            let accept = async || {
+                let (stream, _) = listener.accept().await?;
+                let _ = stream.set_nodelay(true);
+                Ok(stream)
+            };
+            server::serve(accept, router, limits, shutdown_signal()).await;
         }
         Listen::Unix(path) => {
             let listener = bind_unix(&path)?;
             ready(format!("unix:{}", path.display()));
-            axum::serve(listener, router)
-                .with_graceful_shutdown(shutdown_signal())
-                .await
+            let accept = async || listener.accept().await.map(|(stream, _)| stream);
+            server::serve(accept, router, limits, shutdown_signal()).await;
         }
     }
-    .context("serving HTTP")
+    Ok(())
 }
 
 /// The API's gatekeeper from the configuration; a TCP address beyond loopback without a token

@@ -33,6 +33,10 @@ pub struct InitValue<'a> {
     /// All values are strings in OpenWhisk; other JSON values are passed as their JSON text.
     #[serde(default)]
     pub env: Option<BTreeMap<String, Value>>,
+    /// The root namespace of the action, as the invoker knows it (the patch sends it; no
+    /// action parameter can set it): every grant of the container belongs to it.
+    #[serde(default)]
+    pub namespace: Option<String>,
     #[serde(default)]
     pub annotations: Annotations,
     #[serde(default)]
@@ -42,7 +46,7 @@ pub struct InitValue<'a> {
 /// The action's annotations the executor acts upon; others are ignored.
 #[derive(Debug, Default, Deserialize)]
 pub struct Annotations {
-    /// Host directory to preopen at the same guest path.
+    /// The path at which the guest sees a directory of its namespace (`ROOT/<namespace>/<path>`).
     #[serde(default)]
     pub dir: Option<String>,
     /// Provide the `openwhisk::http_get` import.

@@ -19,7 +19,7 @@ use crate::{
         Activation, ActiveBackend, Backend, BackendSettings, GuestExit, ModuleSpec, PrepareError,
         PrepareInput,
     },
-    capabilities::GrantRoot,
+    capabilities::{GrantRoot, check_namespace},
     code::{self, ModuleCode},
     config::{Config, GuestExecution},
     host_io,
@@ -32,6 +32,7 @@ use crate::{
     registry::{Lookup, Registry, Reserve},
     shared_code::{SharedCode, Upload},
     state::Directories,
+    tenants::AllowList,
 };
 
 /// The loaded code of the build's backend.
@@ -91,6 +92,9 @@ pub struct Executor {
     containers: Registry<Container>,
     uploads: SharedCode<Code>,
     grant_root: GrantRoot,
+    /// Namespaces that may use `dir` and `net_access`.
+    dir_namespaces: AllowList,
+    net_namespaces: AllowList,
     log_budget: Arc<LogBudget>,
     config: Config,
     trusted_keys: TrustedKeys,
@@ -148,6 +152,8 @@ impl Executor {
             containers: Registry::default(),
             uploads: SharedCode::new(u64::from_le_bytes(random_bytes("the upload index")?)),
             grant_root,
+            dir_namespaces: AllowList::new(&config.dir_namespaces),
+            net_namespaces: AllowList::new(&config.net_namespaces),
             log_budget: LogBudget::new(config.max_pending_log_mb << 20),
             config,
             trusted_keys,
@@ -242,21 +248,28 @@ impl Executor {
             }
         };
         let limits = self.container_limits(&value.limits)?;
+        let namespace = value.namespace.as_deref();
+        if let Some(namespace) = namespace {
+            check_namespace(namespace).map_err(ServiceError::InitFailed)?;
+        }
         let dir = match value.annotations.dir.as_deref() {
-            Some(requested) => Some(Arc::new(
-                self.grant_root
-                    .grant(requested)
-                    .map_err(ServiceError::InitFailed)?,
-            )),
+            Some(requested) => Some(Arc::new(self.grant_dir(namespace, requested)?)),
             None => None,
         };
+        let net_access = value.annotations.net_access;
+        if net_access && !self.net_namespaces.allows(namespace) {
+            return Err(ServiceError::InitFailed(format!(
+                "the `net_access` annotation is not allowed for {} on this executor (--net-namespaces)",
+                shown_namespace(namespace)
+            )));
+        }
         let entry = value
             .main
             .filter(|m| !m.is_empty() && m != "main" && m != "_start");
         let spec = ModuleSpec {
             entry,
             dir,
-            net: value.annotations.net_access.then(|| Arc::clone(&self.net)),
+            net: net_access.then(|| Arc::clone(&self.net)),
             memory_limit_bytes: limits.memory_mb << 20,
         };
         let mut env: BTreeMap<String, String> = value
@@ -290,6 +303,31 @@ impl Executor {
             .map_err(|_| {
                 ServiceError::NotFound(format!("container {id} was destroyed while it initialized"))
             })
+    }
+
+    /// The directory a `dir` annotation asks for, beneath the action's namespace, if the
+    /// operator lets that namespace have one.
+    fn grant_dir(
+        &self,
+        namespace: Option<&str>,
+        requested: &str,
+    ) -> Result<crate::capabilities::GrantedDir, ServiceError> {
+        let Some(namespace) = namespace else {
+            return Err(ServiceError::InitFailed(
+                "the `dir` annotation needs the action's namespace, which the invoker sends as \
+                 `namespace` in the /init value (the OpenWhisk patch does); none was sent"
+                    .into(),
+            ));
+        };
+        if !self.dir_namespaces.allows(Some(namespace)) {
+            return Err(ServiceError::InitFailed(format!(
+                "the `dir` annotation is not allowed for namespace {namespace:?} on this executor \
+                 (--dir-namespaces)"
+            )));
+        }
+        self.grant_root
+            .grant(namespace, requested)
+            .map_err(ServiceError::InitFailed)
     }
 
     /// The container's limits from its /init, within the operator's maxima (a value beyond
@@ -574,4 +612,12 @@ fn now_epoch_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// A namespace as an error message names it.
+fn shown_namespace(namespace: Option<&str>) -> String {
+    match namespace {
+        Some(namespace) => format!("namespace {namespace:?}"),
+        None => "an /init that names no namespace".into(),
+    }
 }

@@ -9,7 +9,8 @@ use std::{cell::RefCell, time::Instant};
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use wasm_executor_fuzz::{
-    guest::{Guest, LinearMemory, MAX_IO_CHUNK, OutOfBounds, capacity},
+    backend::host_limits::MAX_IO_BYTES,
+    guest::{Guest, LinearMemory, OutOfBounds, capacity},
     poll,
 };
 
@@ -82,7 +83,7 @@ fuzz_target!(|input: Input| {
             Call::Iovecs { iovs, count } => {
                 if let Ok(list) = guest.iovecs(iovs, count) {
                     assert_eq!(list.len(), count as usize);
-                    assert!(capacity(&list) <= MAX_IO_CHUNK as usize);
+                    assert!(capacity(&list) <= MAX_IO_BYTES as usize);
                 }
             }
             Call::Gather { iovs, count } => {

@@ -17,6 +17,12 @@ pub mod abi;
 #[path = "../../executor/src/backend/wasmer/wasi/guest.rs"]
 pub mod guest;
 
+/// The host-call bounds `guest` applies (its `crate::backend::host_limits`).
+#[path = "../../executor/src/backend"]
+pub mod backend {
+    pub mod host_limits;
+}
+
 use code::{CodeError, ModuleCode};
 
 /// The module limit the targets decode with: small, so that inflating zips are cut early.

@@ -3,14 +3,25 @@
 //!
 //! - `{"fs": [op, …]}` runs file operations in order and reports each: `{"op": "read", "path"}`,
 //!   `{"op": "write", "path", "content"}`, `{"op": "list", "path"}`, `{"op": "mkdir", "path"}`,
-//!   `{"op": "link", "from", "to"}` (hard link), `{"op": "rename", "from", "to"}`
+//!   `{"op": "link", "from", "to"}` (hard link), `{"op": "rename", "from", "to"}`,
+//!   `{"op": "symlink", "target", "path"}`
 //!   → `{"fs": [{"ok": …} | {"errno": n, "error": "…"}, …]}`
+//! - `{"print": [[stream, text], …]}` writes each text to `stdout` or `stderr` as a write of
+//!   its own (flushed), so a line can be split across writes; then the result
+//! - `{"iovec_flood": {"count": N, "bytes": B}}` writes to stdout once with N iovecs, each the
+//!   same B bytes without a newline, again until the write fails; reports the first write's count
+//! - `{"random_bytes": N}` asks WASI `random_get` for N bytes in one call
 //! - `{"sleep_ms": N}` sleeps in WASI (`poll_oneoff`), not spinning
 //! - `{"log_lines": N, "line_bytes": B}` prints N lines of B bytes on stderr, then the result
 //! - `{"result_bytes": N}` returns a result holding a string of N bytes
 //! - `{"recurse": N}` recurses N frames deep (each holds a 1 KiB buffer)
 
-use std::{fs, hint::black_box, io::Write, time::Duration};
+use std::{
+    fs,
+    hint::black_box,
+    io::{IoSlice, Write},
+    time::Duration,
+};
 
 use openwhisk::serde_json::Map;
 use openwhisk::{Error, Value, error, json, params};
@@ -39,6 +50,9 @@ fn fs_op(op: &Value) -> Result<Value, Error> {
         }),
         "link" => fs::hard_link(text("from")?, text("to")?).map(|()| json!(true)),
         "rename" => fs::rename(text("from")?, text("to")?).map(|()| json!(true)),
+        // `std::os::wasi::fs::symlink_path` is unstable; this is the same call.
+        #[allow(deprecated)]
+        "symlink" => fs::soft_link(text("target")?, text("path")?).map(|()| json!(true)),
         other => return Err(error!("unknown file operation {other:?}")),
     };
     Ok(outcome(result))
@@ -70,6 +84,36 @@ fn attack(p: Value) -> Result<Value, Error> {
             let _ = writeln!(err, "{line}");
         }
         return Ok(json!({ "logged_lines": lines }));
+    }
+    if let Some(writes) = p.get("print").and_then(Value::as_array) {
+        for write in writes {
+            let (stream, text) = (&write[0], write[1].as_str().unwrap_or_default());
+            if stream == "stdout" {
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+            } else {
+                let mut err = std::io::stderr().lock();
+                let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
+            }
+        }
+        return Ok(json!({ "printed": writes.len() }));
+    }
+    if let Some(flood) = p.get("iovec_flood") {
+        let count = params::u64_or(flood, "count", 1)? as usize;
+        let buffer = vec![b'x'; params::u64_or(flood, "bytes", 1)? as usize];
+        let slices = vec![IoSlice::new(&buffer); count];
+        let mut out = std::io::stdout().lock();
+        let first = out.write_vectored(&slices);
+        while out.write_vectored(&slices).is_ok() {}
+        return Ok(match first {
+            Ok(n) => json!({ "written": n }),
+            Err(e) => json!({ "errno": e.raw_os_error(), "error": e.to_string() }),
+        });
+    }
+    if let Some(bytes) = p.get("random_bytes").and_then(Value::as_u64) {
+        let mut buffer = vec![0u8; bytes as usize];
+        openwhisk::random::fill(&mut buffer)?;
+        return Ok(json!({ "random_bytes": bytes }));
     }
     if let Some(bytes) = p.get("result_bytes").and_then(Value::as_u64) {
         return Ok(json!({ "big": "r".repeat(bytes as usize) }));

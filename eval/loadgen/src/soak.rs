@@ -3,7 +3,8 @@
 //! barrier, so the executor's resident memory and open descriptors are sampled while it holds
 //! no request; after a warm-up, the last minute's samples must stay within a tolerance of the
 //! first minute's, benign requests may fail only with 503 (turned away under load), and every
-//! hostile request gets an answer (never a dropped connection or a dead process).
+//! hostile request gets an answer (never a dropped connection or a dead process). The hostile
+//! share includes slow clients (half a header, held) and grants of their own namespace.
 
 use std::{
     io::{Read, Write},
@@ -56,6 +57,9 @@ pub struct SoakArgs {
 }
 
 /// Seconds between samples.
+/// The namespace the soak's grants belong to (`DIR_ROOT/soak/<container>`).
+const SOAK_NAMESPACE: &str = "soak";
+
 const SAMPLE_EVERY: Duration = Duration::from_secs(5);
 /// The window the first and last reference figures are taken over.
 const WINDOW: Duration = Duration::from_secs(60);
@@ -169,7 +173,7 @@ pub fn run(args: &SoakArgs) -> anyhow::Result<()> {
                 Arc::clone(&tally),
                 Arc::clone(&codes),
             );
-            let (addr, grants, hostile_share) = (executor.addr, grants.clone(), args.hostile_share);
+            let (addr, hostile_share) = (executor.addr, args.hostile_share);
             std::thread::spawn(move || {
                 let mut rng = StdRng::seed_from_u64(client as u64);
                 let mut http = Client::new(addr, ConnMode::New);
@@ -179,13 +183,13 @@ pub fn run(args: &SoakArgs) -> anyhow::Result<()> {
                     round += 1;
                     let id = format!("c{client}-{round}");
                     let hostile = rng.gen_bool(hostile_share);
-                    let kind = rng.gen_range(0..if hostile { 9 } else { 3 });
+                    let kind = rng.gen_range(0..if hostile { 10 } else { 3 });
                     let outcome = if hostile {
                         tally.hostile.fetch_add(1, Ordering::Relaxed);
-                        attack(&mut http, addr, &codes, &grants, &id, kind)
+                        attack(&mut http, addr, &codes, &id, kind)
                     } else {
                         tally.benign.fetch_add(1, Ordering::Relaxed);
-                        benign(&mut http, &codes, &grants, &id, kind, &tally)
+                        benign(&mut http, &codes, &id, kind, &tally)
                     };
                     // Whatever happened, the container goes (a failed step must not leak it).
                     if let Err(error) = outcome.and_then(|()| destroy(&mut http, &id)) {
@@ -369,7 +373,6 @@ fn destroy(http: &mut Client, id: &str) -> anyhow::Result<()> {
 fn benign(
     http: &mut Client,
     codes: &Codes,
-    grants: &Path,
     id: &str,
     kind: u32,
     tally: &Tally,
@@ -388,11 +391,11 @@ fn benign(
             Box::new(|v| v["result"] == 5),
         ),
         _ => {
-            let dir = grants.join(id);
+            let dir = format!("/{id}");
             (
                 &codes.filesys,
-                json!({"annotations": {"dir": dir.display().to_string()}}),
-                json!({"dir": dir.display().to_string(), "file": "soak.txt", "content": id}),
+                json!({"namespace": SOAK_NAMESPACE, "annotations": {"dir": dir}}),
+                json!({"dir": dir, "file": "soak.txt", "content": id}),
                 Box::new(move |v| v["read"] == id),
             )
         }
@@ -422,7 +425,6 @@ fn attack(
     http: &mut Client,
     addr: std::net::SocketAddr,
     codes: &Codes,
-    grants: &Path,
     id: &str,
     kind: u32,
 ) -> anyhow::Result<()> {
@@ -445,20 +447,20 @@ fn attack(
         3 => in_hostile(http, json!({"recurse": 10_000_000}), 502),
         // Reading outside the grant: refused by the sandbox, reported by the action.
         4 => {
-            let dir = grants.join(id);
+            let dir = format!("/{id}");
             expect(
                 &init(
                     http,
                     id,
                     &codes.hostile,
-                    json!({"annotations": {"dir": dir.display().to_string()}}),
+                    json!({"namespace": SOAK_NAMESPACE, "annotations": {"dir": dir}}),
                 )?,
                 200,
                 "hostile /init with a grant",
                 None,
             )?;
             let ops = json!([{"op": "read", "path": "/etc/passwd"},
-                             {"op": "read", "path": format!("{}/../../state/cache/key", dir.display())}]);
+                             {"op": "read", "path": format!("{dir}/../../state/cache/key")}]);
             let answer = activate(http, id, json!({"fs": ops}))?;
             expect(&answer, 200, "reads outside the grant", None)?;
             let result: Value = serde_json::from_slice(&answer.body)?;
@@ -503,6 +505,23 @@ fn attack(
             if text_plain != 415 || rebinding != 403 {
                 bail!("a text/plain body got {text_plain}, a foreign Host {rebinding}");
             }
+            Ok(())
+        }
+        // Slow clients: connections that send half a header and hold it for a second.
+        8 => {
+            let held: Vec<TcpStream> = (0..20)
+                .filter_map(|_| {
+                    let mut stream = TcpStream::connect(addr).ok()?;
+                    stream
+                        .write_all(b"POST /slow/init HTTP/1.1\r\nHost: ")
+                        .ok()?;
+                    Some(stream)
+                })
+                .collect();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_secs(1));
+                drop(held);
+            });
             Ok(())
         }
         // Garbage code and an /init raced by a /destroy.

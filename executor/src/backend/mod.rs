@@ -13,6 +13,7 @@ use crate::{capabilities::GrantedDir, logs::OutputCapture, net::HttpGetter, pool
 // The WAMR backend interprets portable modules: it compiles nothing, so it has nothing to cache.
 #[cfg(not(feature = "wamr"))]
 pub mod disk_cache;
+pub mod host_limits;
 
 // Exactly one runtime per build: none is an error, and so is every pair. `wasmer` and
 // `wasmer-headless` are two builds of one backend (`wasmer-runtime` is what they share).

@@ -8,20 +8,16 @@ use std::{
 
 use serde_json::json;
 
-use crate::harness::{Executor, ScratchDir, action};
+use crate::harness::{self, Executor, NAMESPACE, ScratchDir, action};
 
 #[test]
-fn dir_grants_one_directory_and_nothing_else() {
+fn dir_grants_one_directory_of_the_namespace_and_nothing_else() {
     let root = ScratchDir::new("dir-root");
     let ex = Executor::start_with(&["--dir-root", root.0.to_str().unwrap()]);
-    let granted = root.0.join("cache");
-    let dir = granted.to_str().unwrap();
-    ex.init_code(
-        "fs",
-        &action("filesys"),
-        json!({"annotations": {"dir": dir}}),
-    )
-    .expect(200);
+    let dir = "/cache";
+    let granted = root.grant_of(NAMESPACE, dir);
+    ex.init_code("fs", &action("filesys"), harness::granted(dir))
+        .expect(200);
     let out = ex
         .run(
             "fs",
@@ -33,7 +29,7 @@ fn dir_grants_one_directory_and_nothing_else() {
     assert_eq!(
         std::fs::read_to_string(granted.join("a.txt")).unwrap(),
         "kept",
-        "written on the host"
+        "written on the host, beneath the namespace's directory"
     );
 
     // Every file tried below exists on the host: only the sandbox can refuse it.
@@ -111,24 +107,103 @@ fn assert_refused(out: &serde_json::Value, what: &str, path: &str, allowed: &[i6
 }
 
 #[test]
-fn dir_outside_the_root_is_refused_at_init() {
+fn dir_annotations_that_name_no_directory_of_a_namespace_are_refused_at_init() {
     let root = ScratchDir::new("dir-root");
     let ex = Executor::start_with(&["--dir-root", root.0.to_str().unwrap()]);
-    for dir in ["/etc", "relative/path"] {
-        let r = ex.init_code(
-            "fs",
-            &action("filesys"),
-            json!({"annotations": {"dir": dir}}),
+    let filesys = action("filesys");
+    for (dir, says) in [
+        ("relative/path", "absolute"),
+        ("/", "names no directory"),
+        ("/a/../../etc", ".."),
+        ("/a:b", ":"),
+        ("/guest::/etc", ":"),
+    ] {
+        let r = ex.init_code("fs", &filesys, harness::granted(dir));
+        let error = r.expect(502).error();
+        assert!(
+            error.contains("dir") && error.contains(says),
+            "{dir}: {error}"
         );
-        assert!(r.expect(502).error().contains("dir"), "{dir}");
     }
-    let escape = format!("{}/../etc", root.0.display());
+    // The namespace comes from the invoker: without it there is no grant.
+    let r = ex.init_code("fs", &filesys, json!({"annotations": {"dir": "/data"}}));
+    let error = r.expect(502).error();
+    assert!(
+        error.contains("dir") && error.contains("namespace"),
+        "{error}"
+    );
+    // An action's environment does not name it either.
     let r = ex.init_code(
         "fs",
-        &action("filesys"),
-        json!({"annotations": {"dir": escape}}),
+        &filesys,
+        json!({"annotations": {"dir": "/data"}, "env": {"__OW_NAMESPACE": "guest"}}),
     );
-    assert!(r.expect(502).error().contains(".."));
+    assert!(r.expect(502).error().contains("namespace"));
+    for namespace in ["..", ".", "a/b", "", " a", "a\u{0}"] {
+        let r = ex.init_code("fs", &filesys, harness::granted_in(namespace, "/data"));
+        assert!(
+            r.expect(502).error().contains("namespace"),
+            "{namespace:?}: {}",
+            r.text()
+        );
+    }
+    // Any absolute path is the namespace's own: /etc is a directory beneath it, not the host's.
+    ex.init_code("etc", &filesys, harness::granted("/etc"))
+        .expect(200);
+    assert!(root.grant_of(NAMESPACE, "/etc").is_dir());
+    let out = ex
+        .run("etc", json!({"read_path": "/etc/passwd"}))
+        .expect(200)
+        .json();
+    assert!(
+        out["read"].is_null(),
+        "the host's /etc stays out of reach: {out}"
+    );
+    assert!(std::fs::read_dir(root.0.join(NAMESPACE)).unwrap().count() == 1);
+}
+
+#[test]
+fn the_operator_chooses_the_namespaces_that_get_each_capability() {
+    let root = ScratchDir::new("dir-root");
+    let ex = Executor::start_with(&[
+        "--dir-root",
+        root.0.to_str().unwrap(),
+        "--dir-namespaces",
+        "alice,carol",
+        "--net-namespaces",
+        "alice",
+    ]);
+    let filesys = action("filesys");
+    ex.init_code("alice-fs", &filesys, harness::granted_in("alice", "/data"))
+        .expect(200);
+    let r = ex.init_code("bob-fs", &filesys, harness::granted_in("bob", "/data"));
+    let error = r.expect(502).error();
+    assert!(
+        error.contains("--dir-namespaces") && error.contains("bob"),
+        "{error}"
+    );
+    assert!(
+        !root.0.join("bob").exists(),
+        "nothing made for a refused namespace"
+    );
+    let net = action("net");
+    let with_net = |namespace: Option<&str>| {
+        let mut value = json!({"annotations": {"net_access": true}});
+        if let Some(namespace) = namespace {
+            value["namespace"] = json!(namespace);
+        }
+        value
+    };
+    ex.init_code("alice-net", &net, with_net(Some("alice")))
+        .expect(200);
+    for (id, namespace) in [("bob-net", Some("bob")), ("nobody-net", None)] {
+        let r = ex.init_code(id, &net, with_net(namespace));
+        let error = r.expect(502).error();
+        assert!(error.contains("--net-namespaces"), "{error}");
+    }
+    // Without a list every namespace may, also an /init that names none.
+    let open = Executor::start();
+    open.init_code("net", &net, with_net(None)).expect(200);
 }
 
 /// A one-shot-per-connection HTTP server on loopback that answers every GET with `body`.

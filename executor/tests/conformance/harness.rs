@@ -87,6 +87,29 @@ impl ScratchDir {
     }
 }
 
+/// The namespace the tests' grants belong to unless a test names others.
+pub const NAMESPACE: &str = "guest";
+
+impl ScratchDir {
+    /// Where a grant root's directory `guest_path` of `namespace` lies on the host.
+    pub fn grant_of(&self, namespace: &str, guest_path: &str) -> PathBuf {
+        self.0
+            .join(namespace)
+            .join(guest_path.trim_start_matches('/'))
+    }
+}
+
+/// The /init fields of a container of `namespace` granted the directory `guest_path`, as the
+/// OpenWhisk patch sends them.
+pub fn granted_in(namespace: &str, guest_path: &str) -> Value {
+    json!({"namespace": namespace, "annotations": {"dir": guest_path}})
+}
+
+/// [`granted_in`] the tests' [`NAMESPACE`].
+pub fn granted(guest_path: &str) -> Value {
+    granted_in(NAMESPACE, guest_path)
+}
+
 impl Drop for ScratchDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
@@ -570,7 +593,7 @@ fn code_for_executor(code: &[u8]) -> Vec<u8> {
     try_precompile(code, &executor_target(), &[], None, &out).unwrap_or_else(|_| code.to_vec())
 }
 
-fn parse_response(raw: &[u8]) -> Response {
+pub fn parse_response(raw: &[u8]) -> Response {
     let split = raw
         .windows(4)
         .position(|w| w == b"\r\n\r\n")

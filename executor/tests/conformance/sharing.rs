@@ -105,10 +105,9 @@ fn grants_stay_per_container_when_the_code_is_shared() {
     // The directory: a container of the same upload without the grant sees none of it.
     let root = ScratchDir::new("shared-dir-root");
     let ex = Executor::start_with(&["--dir-root", root.0.to_str().unwrap()]);
-    let granted = root.0.join("granted");
-    let dir = granted.to_str().unwrap();
+    let dir = "/granted";
     let filesys = action("filesys");
-    ex.init_code("with", &filesys, json!({"annotations": {"dir": dir}}))
+    ex.init_code("with", &filesys, crate::harness::granted(dir))
         .expect(200);
     ex.init_code("without", &filesys, json!({})).expect(200);
     assert_eq!(modules(&ex), 1);
@@ -120,7 +119,12 @@ fn grants_stay_per_container_when_the_code_is_shared() {
         .expect(200)
         .json();
     assert_eq!(out["read"], "mine", "{out}");
-    let path = granted.join("a.txt");
+    assert!(
+        root.grant_of(crate::harness::NAMESPACE, dir)
+            .join("a.txt")
+            .is_file()
+    );
+    let path = format!("{dir}/a.txt");
     let out = ex
         .run("without", json!({"read_path": path}))
         .expect(200)

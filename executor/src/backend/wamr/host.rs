@@ -80,6 +80,11 @@ impl HostState {
         self.output.write(stream, bytes);
     }
 
+    /// Whether the activation's time is up.
+    pub fn past_deadline(&self) -> bool {
+        Instant::now() >= self.deadline
+    }
+
     pub fn has_net(&self) -> bool {
         self.net.is_some()
     }

@@ -7,6 +7,7 @@
 mod engine;
 mod http_import;
 mod poll;
+mod random;
 mod stdio;
 
 use std::{
@@ -261,6 +262,7 @@ impl WasmtimeBackend {
         wasmtime_wasi::p1::add_to_linker_async(&mut linker, |s: &mut RunState| &mut s.wasi)
             .map_err(|e| PrepareError::Internal(e.into()))?;
         poll::add_to_linker(&mut linker).map_err(|e| PrepareError::Internal(e.into()))?;
+        random::add_to_linker(&mut linker).map_err(|e| PrepareError::Internal(e.into()))?;
         if with_net {
             http_import::add_to_linker(&mut linker)
                 .map_err(|e| PrepareError::Internal(e.into()))?;

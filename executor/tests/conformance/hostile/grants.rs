@@ -1,6 +1,7 @@
-//! Grants against a hostile tenant and a changing file system: a container keeps the directory
-//! it was granted at /init, whatever later happens to the path; links, renames and FIFOs do not
-//! lead out of it or hold the executor; the executor's own cache and state are never grantable.
+//! Grants against a hostile tenant and a changing file system: a namespace never reaches
+//! another's files; a container keeps the directory it was granted at /init, whatever later
+//! happens to the path; links, renames and FIFOs do not lead out of it or hold the executor;
+//! the executor's own cache and state are never grantable.
 
 use std::{
     os::unix::fs::symlink,
@@ -9,7 +10,7 @@ use std::{
 
 use serde_json::{Value, json};
 
-use crate::harness::{BUILD_RUNTIME, Executor, ScratchDir, action};
+use crate::harness::{self, BUILD_RUNTIME, Executor, NAMESPACE, ScratchDir, action};
 
 /// WASI errno values (wasi-libc numbering) a refusal by the sandbox carries.
 const ENOTCAPABLE: i64 = 76;
@@ -23,11 +24,16 @@ fn with_root() -> (ScratchDir, Executor) {
     (root, ex)
 }
 
+/// Initialises container `id` of the tests' namespace with the directory `dir` (a guest path).
 fn grant(ex: &Executor, id: &str, dir: &Path) {
+    grant_in(ex, NAMESPACE, id, dir);
+}
+
+fn grant_in(ex: &Executor, namespace: &str, id: &str, dir: &Path) {
     ex.init_code(
         id,
         &action("hostile"),
-        json!({"annotations": {"dir": dir.to_str().unwrap()}}),
+        harness::granted_in(namespace, dir.to_str().unwrap()),
     )
     .expect(200);
 }
@@ -53,11 +59,116 @@ fn p(path: &Path) -> String {
     path.to_str().unwrap().to_owned()
 }
 
+/// Two tenants name the same directory, and every other spelling of the other's: each gets
+/// its own, and nothing of alice's is read, listed or overwritten by bob. The /init bodies are
+/// as the OpenWhisk patch sends them: OpenWhisk's environment (which names the invoking
+/// namespace) and the action's namespace in `namespace`.
+#[test]
+fn one_namespace_never_reaches_anothers_files() {
+    let (root, ex) = with_root();
+    let init = |id: &str, namespace: &str, dir: &str| {
+        let mut value = harness::granted_in(namespace, dir);
+        value["env"] = json!({
+            "__OW_NAMESPACE": namespace,
+            "__OW_ACTION_NAME": format!("/{namespace}/files"),
+        });
+        ex.init_code(id, &action("hostile"), value)
+    };
+    init("alice", "alice", "/shared").expect(200);
+    let wrote = fs(
+        &ex,
+        "alice",
+        json!([{"op": "write", "path": "/shared/secret.txt", "content": "alice's"}]),
+    );
+    assert_eq!(wrote[0], json!({"ok": true}));
+    let alices = root.grant_of("alice", "/shared/secret.txt");
+    assert_eq!(std::fs::read_to_string(&alices).unwrap(), "alice's");
+
+    // bob asks for the same path, its parent, and alice's directory as the host spells it.
+    let host_spelling = p(&root.grant_of("alice", "/shared"));
+    for (id, dir) in [
+        ("bob", "/shared"),
+        ("bob-parent", "/"),
+        ("bob-host", &host_spelling),
+    ] {
+        let r = init(id, "bob", dir);
+        if r.status != 200 {
+            assert_eq!(r.status, 502, "{dir}: {}", r.text());
+            continue;
+        }
+        let results = fs(
+            &ex,
+            id,
+            json!([
+                {"op": "read", "path": format!("{dir}/secret.txt")},
+                {"op": "read", "path": "/shared/secret.txt"},
+                {"op": "read", "path": format!("{dir}/../alice/shared/secret.txt")},
+                {"op": "read", "path": format!("{dir}/../../alice/shared/secret.txt")},
+                {"op": "list", "path": dir},
+                {"op": "write", "path": format!("{dir}/secret.txt"), "content": "bob's"},
+            ]),
+        );
+        for outcome in &results[..4] {
+            assert!(outcome["ok"].is_null(), "{dir}: bob read {outcome}");
+        }
+        assert_eq!(results[4], json!({"ok": []}), "{dir}: bob's own, empty");
+        assert_eq!(results[5], json!({"ok": true}), "{dir}: bob writes his own");
+    }
+    // Other namespaces' names for alice's directory: refused at /init.
+    for namespace in ["alice/..", "../alice", "bob/../alice", "alice:bob"] {
+        let r = init("spelled", namespace, "/shared");
+        assert!(r.expect(502).error().contains("namespace"), "{namespace}");
+    }
+    // bob's namespace directory replaced by a link to alice's, by someone on the host: refused.
+    let bobs = root.0.join("bob");
+    std::fs::rename(&bobs, root.0.join("bob-before")).unwrap();
+    symlink(root.0.join("alice"), &bobs).unwrap();
+    let r = init("bob-link", "bob", "/shared");
+    assert!(
+        r.expect(502).error().contains("symbolic link"),
+        "{}",
+        r.text()
+    );
+    // Inside bob's grant, a link the guest makes to alice's file does not lead there.
+    std::fs::remove_file(&bobs).unwrap();
+    std::fs::rename(root.0.join("bob-before"), &bobs).unwrap();
+    let results = fs(
+        &ex,
+        "bob",
+        json!([
+            {"op": "symlink", "target": p(&alices), "path": "/shared/abs"},
+            {"op": "read", "path": "/shared/abs"},
+            {"op": "symlink", "target": "../../alice/shared/secret.txt", "path": "/shared/rel"},
+            {"op": "read", "path": "/shared/rel"},
+            {"op": "link", "from": "/shared/../../alice/shared/secret.txt", "to": "/shared/hard"},
+            {"op": "rename", "from": "/shared/secret.txt", "to": "/shared/../../alice/shared/secret.txt"},
+        ]),
+    );
+    for (i, outcome) in results
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i % 2 == 1 || *i >= 4)
+    {
+        assert!(outcome["ok"].is_null(), "operation {i}: {outcome}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(&alices).unwrap(),
+        "alice's",
+        "alice's file is untouched"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.grant_of("bob", "/shared/secret.txt")).unwrap(),
+        "bob's"
+    );
+    ex.assert_healthy();
+}
+
 #[test]
 fn a_container_keeps_the_directory_it_was_granted_whatever_happens_to_the_path() {
     let (root, ex) = with_root();
-    let granted = root.0.join("tenant");
+    let granted = PathBuf::from("/tenant");
     grant(&ex, "h", &granted);
+    let host = root.grant_of(NAMESPACE, "/tenant");
     let results = fs(
         &ex,
         "h",
@@ -67,11 +178,11 @@ fn a_container_keeps_the_directory_it_was_granted_whatever_happens_to_the_path()
 
     // Someone replaces the granted path: the directory moves away, a link to the root (absolute,
     // then relative) takes its place.
-    let moved: PathBuf = root.0.join("tenant-moved");
-    std::fs::rename(&granted, &moved).unwrap();
+    let moved: PathBuf = root.grant_of(NAMESPACE, "/tenant-moved");
+    std::fs::rename(&host, &moved).unwrap();
     for target in [root.0.clone(), PathBuf::from("..")] {
-        let _ = std::fs::remove_file(&granted);
-        symlink(&target, &granted).unwrap();
+        let _ = std::fs::remove_file(&host);
+        symlink(&target, &host).unwrap();
         let results = fs(
             &ex,
             "h",
@@ -103,11 +214,7 @@ fn a_container_keeps_the_directory_it_was_granted_whatever_happens_to_the_path()
         std::fs::remove_file(moved.join("new.txt")).unwrap();
     }
     // A new container asking for the path now is refused: grants never follow links.
-    let r = ex.init_code(
-        "late",
-        &action("hostile"),
-        json!({"annotations": {"dir": p(&granted)}}),
-    );
+    let r = ex.init_code("late", &action("hostile"), harness::granted(&p(&granted)));
     assert!(
         r.expect(502).error().contains("symbolic link"),
         "{}",
@@ -119,7 +226,7 @@ fn a_container_keeps_the_directory_it_was_granted_whatever_happens_to_the_path()
 #[test]
 fn links_and_renames_do_not_cross_a_grant() {
     let (root, ex) = with_root();
-    let (a, b) = (root.0.join("a"), root.0.join("b"));
+    let (a, b) = (PathBuf::from("/a"), PathBuf::from("/b"));
     grant(&ex, "a", &a);
     grant(&ex, "b", &b);
     let results = fs(
@@ -150,29 +257,34 @@ fn links_and_renames_do_not_cross_a_grant() {
     ] {
         refused(&results[i], what);
     }
-    let listing: Vec<_> = std::fs::read_dir(&root.0)
+    let listing: Vec<_> = std::fs::read_dir(root.0.join(NAMESPACE))
         .unwrap()
         .flatten()
         .map(|e| e.file_name())
         .collect();
-    assert_eq!(listing.len(), 3, "only a, b and secret: {listing:?}");
-    assert!(a.join("x").exists() && !b.join("x").exists());
-    assert_eq!(std::fs::read_dir(&b).unwrap().count(), 0, "b untouched");
+    assert_eq!(listing.len(), 2, "only a and b: {listing:?}");
+    let (host_a, host_b) = (
+        root.grant_of(NAMESPACE, "/a"),
+        root.grant_of(NAMESPACE, "/b"),
+    );
+    assert!(host_a.join("x").exists() && !host_b.join("x").exists());
+    assert_eq!(
+        std::fs::read_dir(&host_b).unwrap().count(),
+        0,
+        "b untouched"
+    );
     ex.assert_healthy();
 }
 
 #[test]
 fn a_fifo_in_a_grant_does_not_hold_a_worker_past_the_time_limit() {
     let (root, ex) = with_root();
-    let dir = root.0.join("pipes");
-    ex.init_code(
-        "fifo",
-        &action("hostile"),
-        json!({"annotations": {"dir": p(&dir)}, "limits": {"timeout": 1000}}),
-    )
-    .expect(200);
+    let dir = PathBuf::from("/pipes");
+    let mut value = harness::granted(&p(&dir));
+    value["limits"] = json!({"timeout": 1000});
+    ex.init_code("fifo", &action("hostile"), value).expect(200);
     let status = std::process::Command::new("mkfifo")
-        .arg(dir.join("pipe"))
+        .arg(root.grant_of(NAMESPACE, "/pipes/pipe"))
         .status()
         .expect("mkfifo (coreutils)");
     assert!(status.success());
@@ -204,14 +316,14 @@ fn a_fifo_in_a_grant_does_not_hold_a_worker_past_the_time_limit() {
 #[test]
 fn the_executors_cache_and_state_are_never_grantable() {
     let (root, ex) = with_root();
-    // Outside the grant root, so refused like any other path.
-    for dir in [ex.cache.clone(), ex.state.0.clone()] {
-        let r = ex.init_code(
-            "cache",
-            &action("hostile"),
-            json!({"annotations": {"dir": p(&dir)}}),
-        );
-        assert!(r.expect(502).error().contains("outside"), "{}", r.text());
+    // Named by an action, the cache's and the state's paths are directories of its namespace:
+    // new and empty, beneath the grant root, never the executor's own.
+    ex.init_action("first", "add");
+    for (id, dir) in [("state", ex.state.0.clone()), ("cache", ex.cache.clone())] {
+        grant(&ex, id, &dir);
+        let listed = fs(&ex, id, json!([{"op": "list", "path": p(&dir)}]));
+        assert_eq!(listed[0], json!({"ok": []}), "{dir:?}");
+        assert!(root.grant_of(NAMESPACE, &p(&dir)).is_dir());
     }
     // A grant root that holds the cache, or lies inside it, is refused at start.
     let state = ScratchDir::new("state-overlap");

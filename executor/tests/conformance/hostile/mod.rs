@@ -4,7 +4,9 @@
 //! sandbox or past a limit.
 
 mod api;
+mod connections;
 mod grants;
+mod host_calls;
 mod inputs;
 mod resources;
 mod signals;

@@ -155,15 +155,10 @@ fn containers_that_come_and_go_leave_no_descriptors_or_memory_behind() {
     let cycle = |round: usize| {
         for i in 0..20 {
             let id = format!("churn-{round}-{i}");
-            let dir = root.0.join(format!("tenant-{i}"));
-            ex.init_code(
-                &id,
-                &action("hostile"),
-                json!({"annotations": {"dir": dir.to_str().unwrap()}}),
-            )
-            .expect(200);
-            let file = dir.join("f.txt");
-            let ops = json!([{"op": "write", "path": file.to_str().unwrap(), "content": "x"}]);
+            let dir = format!("/tenant-{i}");
+            ex.init_code(&id, &action("hostile"), crate::harness::granted(&dir))
+                .expect(200);
+            let ops = json!([{"op": "write", "path": format!("{dir}/f.txt"), "content": "x"}]);
             ex.run(&id, json!({"fs": ops})).expect(200);
             ex.post(&format!("/{id}/destroy"), "").expect(200);
         }

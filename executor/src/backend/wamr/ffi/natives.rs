@@ -2,10 +2,13 @@
 //! [`HostState`] through the instance's custom data:
 //!
 //! - `fd_write`, registered over WASI's own (for `wasi_snapshot_preview1` and the older
-//!   `wasi_unstable`): writes to fd 1 and 2 go straight into the activation's capture, so
+//!   `wasi_unstable`), bounded in iovecs and bytes: writes to fd 1 and 2 go straight into the
+//!   activation's capture, so
 //!   stdout and stderr keep their order and their names; every other descriptor goes to WAMR's
 //!   implementation. The signature is WASI's (`(i*i*)i`): the AOT compiler calls WASI natives
 //!   directly with that signature, so the override must match it exactly;
+//! - `random_get`, registered over WASI's own (`(*~)i`): filled a chunk at a time, stopped
+//!   at the deadline;
 //! - `poll_oneoff`, registered over WASI's own in the same way (`(**i*)i`): WAMR's
 //!   implementation waits without the guest's CPU slot, so a sleeping guest holds only its
 //!   thread;
@@ -22,12 +25,19 @@ use std::{
 use wamr_runtime_sys as sys;
 
 use crate::{
-    backend::wamr::host::{HostState, MAX_URL_BYTES},
+    backend::{
+        host_limits::{MAX_IO_BYTES, MAX_IOVECS, RANDOM_CHUNK},
+        wamr::host::{HostState, MAX_URL_BYTES},
+    },
     net,
 };
 
 /// WASI's `errno::fault`.
 const ERRNO_FAULT: u32 = 21;
+/// WASI's `errno::inval`.
+const ERRNO_INVAL: u32 = 28;
+/// WASI's `errno::io`.
+const ERRNO_IO: u32 = 29;
 /// WASI's `errno::nosys`.
 const ERRNO_NOSYS: u32 = 52;
 
@@ -71,6 +81,7 @@ pub fn register() -> Result<(), String> {
             vec![
                 symbol(c"fd_write", fd_write as *mut c_void, c"(i*i*)i"),
                 symbol(c"poll_oneoff", poll_oneoff as *mut c_void, c"(**i*)i"),
+                symbol(c"random_get", random_get as *mut c_void, c"(*~)i"),
             ],
         )?;
     }
@@ -166,7 +177,8 @@ unsafe fn trap(inst: sys::wasm_module_inst_t, message: &CStr) {
     unsafe { sys::wasm_runtime_set_exception(inst, message.as_ptr()) };
 }
 
-/// WASI `fd_write` with stdout and stderr captured.
+/// WASI `fd_write` with stdout and stderr captured: at most [`MAX_IOVECS`] iovecs (on every
+/// descriptor) and [`MAX_IO_BYTES`] captured per call (a partial write, as WASI allows).
 ///
 /// SAFETY (for WAMR): called by WAMR on the guest's thread with the running instance's
 /// execution environment; the pointer arguments were checked by WAMR to point into guest memory
@@ -182,6 +194,9 @@ unsafe extern "C" fn fd_write(
     let inst = unsafe { sys::wasm_runtime_get_module_inst(exec_env) };
     // SAFETY: `inst` is the running instance on this thread.
     let host = unsafe { host_of(inst) };
+    if iovs_len > MAX_IOVECS {
+        return ERRNO_INVAL;
+    }
     let (Some(host), 1 | 2) = (host, fd) else {
         // Set at registration, before any guest could call this.
         let Some(&(original, _)) = WASI_ORIGINALS.get() else {
@@ -200,10 +215,13 @@ unsafe extern "C" fn fd_write(
         return ERRNO_FAULT;
     }
     let mut buffers = Vec::with_capacity(iovs_len as usize);
+    let mut total: u32 = 0;
     for index in 0..iovs_len as usize {
         // SAFETY: inside the validated table; guest memory need not be aligned.
         let iov = unsafe { ptr::read_unaligned(iovs.add(index)) };
-        let (offset, len) = (u32::from_le(iov.offset), u32::from_le(iov.len));
+        let offset = u32::from_le(iov.offset);
+        let len = u32::from_le(iov.len).min(MAX_IO_BYTES - total);
+        total += len;
         // SAFETY: `inst` is the running instance.
         match unsafe { guest_ptr(inst, offset, len) } {
             Some(data) => buffers.push((data, len)),
@@ -219,6 +237,34 @@ unsafe extern "C" fn fd_write(
     }
     // SAFETY: validated above (4 bytes); guest memory need not be aligned.
     unsafe { ptr::write_unaligned(nwritten, written.to_le()) };
+    0
+}
+
+/// WASI `random_get`, a chunk at a time: past the deadline it stops (WAMR's watchdog has then
+/// marked the instance terminated, which ends it as soon as the call returns), so a gigabyte
+/// holds the thread no longer than the activation's limit.
+///
+/// SAFETY (for WAMR): called on the guest's thread; `(*~)` made WAMR check that `buf` and
+/// the `len` bytes after it lie in guest memory and convert it to a native pointer.
+unsafe extern "C" fn random_get(exec_env: sys::wasm_exec_env_t, buf: *mut u8, len: u32) -> u32 {
+    // SAFETY: `exec_env` is the running guest's.
+    let inst = unsafe { sys::wasm_runtime_get_module_inst(exec_env) };
+    // SAFETY: `inst` is the running instance on this thread.
+    let host = unsafe { host_of(inst) };
+    if len == 0 {
+        return 0;
+    }
+    // SAFETY: checked by WAMR to lie in guest memory (see above), which nothing else touches
+    // while the guest is paused in this call.
+    let buffer = unsafe { slice::from_raw_parts_mut(buf, len as usize) };
+    for (index, chunk) in buffer.chunks_mut(RANDOM_CHUNK).enumerate() {
+        if index > 0 && host.is_some_and(HostState::past_deadline) {
+            return 0;
+        }
+        if getrandom::getrandom(chunk).is_err() {
+            return ERRNO_IO;
+        }
+    }
     0
 }
 

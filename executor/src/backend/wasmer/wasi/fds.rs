@@ -4,9 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::abi::{Errno, WasiResult};
-
-/// Open descriptors an activation may hold, so a guest cannot exhaust the executor's own.
-const MAX_DESCRIPTORS: usize = 256;
+use crate::backend::host_limits::MAX_OPEN_DESCRIPTORS;
 
 pub enum Descriptor {
     Stdin,
@@ -63,7 +61,7 @@ impl FdTable {
 
     /// Stores `descriptor` under the lowest free number, as POSIX does.
     pub fn insert(&mut self, descriptor: Descriptor) -> WasiResult<u32> {
-        if self.slots.len() >= MAX_DESCRIPTORS {
+        if self.slots.len() >= MAX_OPEN_DESCRIPTORS {
             return Err(Errno::MFILE);
         }
         let mut fd = 0;

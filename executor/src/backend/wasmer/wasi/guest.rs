@@ -4,10 +4,7 @@
 //! targets under `fuzz/` drive it with memories of their own.
 
 use super::abi::{Errno, WasiResult};
-
-/// Largest single buffer a host function copies out of or into guest memory at once; longer
-/// requests are served partially, which every WASI read/write caller already handles.
-pub const MAX_IO_CHUNK: u32 = 16 << 20;
+use crate::backend::host_limits::{MAX_IO_BYTES, MAX_IOVECS};
 
 /// A guest's linear memory: reads and writes of whole ranges that either fit or fail.
 pub trait LinearMemory {
@@ -66,9 +63,9 @@ impl<'a> Guest<'a> {
         String::from_utf8(self.read_bytes(ptr, len)?).map_err(|_| Errno::ILSEQ)
     }
 
-    /// The `(buf, len)` pairs of an iovec array, with the total length capped at `MAX_IO_CHUNK`.
+    /// The `(buf, len)` pairs of an iovec array, with the total length capped at `MAX_IO_BYTES`.
     pub fn iovecs(&self, iovs: u32, count: u32) -> WasiResult<Vec<(u32, u32)>> {
-        if count > 1024 {
+        if count > MAX_IOVECS {
             return Err(Errno::INVAL);
         }
         let mut out = Vec::with_capacity(count as usize);
@@ -77,7 +74,7 @@ impl<'a> Guest<'a> {
             let at = iovs.checked_add(i * 8).ok_or(Errno::FAULT)?;
             let buf = self.read_u32(at)?;
             let len = self.read_u32(at.checked_add(4).ok_or(Errno::FAULT)?)?;
-            let len = len.min(MAX_IO_CHUNK - total);
+            let len = len.min(MAX_IO_BYTES - total);
             total += len;
             out.push((buf, len));
         }

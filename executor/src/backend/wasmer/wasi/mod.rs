@@ -149,7 +149,14 @@ pub fn function(store: &mut Store, env: &FunctionEnv<RunEnv>, name: &str) -> Opt
         "environ_sizes_get" => wasi!(proc::environ_sizes_get, count: u32, size: u32),
         "clock_res_get" => wasi!(proc::clock_res_get, id: u32, out: u32),
         "clock_time_get" => wasi!(proc::clock_time_get, id: u32, precision: u64, out: u32),
-        "random_get" => wasi!(proc::random_get, buf: u32, len: u32),
+        "random_get" => Function::new_typed_with_env(
+            store,
+            env,
+            |mut fenv: FunctionEnvMut<'_, RunEnv>, buf: u32, len: u32| {
+                let deadline = fenv.data().clock.deadline();
+                call(&mut fenv, |cx| proc::random_get(cx, deadline, buf, len))
+            },
+        ),
         "poll_oneoff" => Function::new_typed_with_env(
             store,
             env,

@@ -13,7 +13,7 @@ use super::{
     abi::{Errno, WasiResult, clock},
     fds::Descriptor,
 };
-use crate::backend::poll;
+use crate::backend::{host_limits::RANDOM_CHUNK, poll};
 
 /// The origin of the monotonic clock: the first time any guest asks.
 static MONOTONIC_ORIGIN: LazyLock<Instant> = LazyLock::new(Instant::now);
@@ -92,12 +92,17 @@ pub fn clock_time_get(cx: &mut Cx<'_>, id: u32, _precision: u64, out: u32) -> Wa
     cx.guest.write_u64(out, ns)
 }
 
-pub fn random_get(cx: &mut Cx<'_>, buf: u32, len: u32) -> WasiResult<()> {
-    const CHUNK: u32 = 64 * 1024;
+/// Fills the buffer a chunk at a time; past the deadline it stops (the call's guard then ends
+/// the activation), so a gigabyte holds the thread no longer than the activation's limit.
+pub fn random_get(cx: &mut Cx<'_>, deadline: Instant, buf: u32, len: u32) -> WasiResult<()> {
+    const CHUNK: u32 = RANDOM_CHUNK as u32;
     let mut rng = rand::thread_rng();
     let mut chunk = vec![0u8; CHUNK.min(len) as usize];
     let mut done = 0;
     while done < len {
+        if done > 0 && Instant::now() >= deadline {
+            return Ok(());
+        }
         let n = CHUNK.min(len - done) as usize;
         rng.fill_bytes(&mut chunk[..n]);
         cx.guest

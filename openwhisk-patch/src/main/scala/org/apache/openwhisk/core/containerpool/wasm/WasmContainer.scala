@@ -19,8 +19,9 @@
 // instead of Docker. It is a thin adapter: OpenWhisk's Container trait keeps its own init/run
 // logic (markers, timeouts, result interpretation); this class only sends the requests to
 // `/{id}/init` and `/{id}/run` of the executor through the executor-client, adds the action's
-// annotations and limits to the /init body, maps the client's outcomes onto OpenWhisk's types,
-// and reads the container's logs back as OpenWhisk log lines.
+// namespace, the annotations the executor uses and the limits to the /init body, maps the
+// client's outcomes onto OpenWhisk's types, and reads the container's logs back as OpenWhisk
+// log lines.
 
 package org.apache.openwhisk.core.containerpool.wasm
 
@@ -39,6 +40,7 @@ import org.apache.openwhisk.core.entity.{
   ActivationResponse,
   ByteSize,
   EntityName,
+  EntityPath,
   ExecutableWhiskAction,
   FullyQualifiedEntityName,
   LogLimit,
@@ -115,8 +117,9 @@ class WasmContainer(protected val id: ContainerId,
     describeAction(initializer, entity).flatMap {
       case Left(message) => failed(message)
       case Right(described) =>
-        val limits = InitLimits(memory.toMB, timeout, maxConcurrent, described.map(_._2))
-        val value = InitBody.enrich(initializer, described.map(_._1), limits, baseEnv)
+        val limits = InitLimits(memory.toMB, timeout, maxConcurrent, described.map(_.logsMb))
+        val value =
+          InitBody.enrich(initializer, described.map(_.namespace), described.map(_.annotations), limits, baseEnv)
         super.initialize(value, timeout, maxConcurrent, entity).recoverWith {
           case WasmExecutorUnreachable(message) => failed(message)
         }
@@ -124,24 +127,27 @@ class WasmContainer(protected val id: ContainerId,
   }
 
   /**
-   * The action's annotations and log limit (MB) for /init. OpenWhisk's ContainerPool path passes
-   * the action to `createContainer` and `initialize`; the scheduler path passes it to neither, so
-   * there it is looked up by the `__OW_ACTION_NAME` of the init's environment. Right(None): no
-   * name to look up (the executor's defaults apply); Left: the lookup failed, and running the
-   * action without the grants its annotations ask for would fail in confusing ways.
+   * The action's annotations, log limit (MB) and root namespace for /init. OpenWhisk's
+   * ContainerPool path passes the action to `createContainer` and `initialize`; the scheduler
+   * path passes it to neither, so there it is looked up by the `__OW_ACTION_NAME` of the init's
+   * environment, and the namespace is that name's root (the invoker sets `__OW_*` over the
+   * action's own variables, so an action cannot choose it). Right(None): no name to look up
+   * (the executor's defaults apply, and it refuses a `dir` grant); Left: the lookup failed, and
+   * running the action without the grants its annotations ask for would fail in confusing ways.
    */
   private def describeAction(initializer: JsObject, entity: Option[WhiskAction])(
-    implicit transid: TransactionId): Future[Either[String, Option[(JsObject, Long)]]] = {
-    def described(annotations: Parameters, logs: LogLimit) = (annotations.toJsObject, logs.megabytes.toLong)
+    implicit transid: TransactionId): Future[Either[String, Option[WasmContainer.Described]]] = {
+    def described(annotations: Parameters, logs: LogLimit, namespace: EntityPath) =
+      WasmContainer.Described(annotations.toJsObject, logs.megabytes.toLong, namespace.root.asString)
     val passed = entity
-      .map(e => described(e.annotations, e.limits.logs))
-      .orElse(createdFor.map(a => described(a.annotations, a.limits.logs)))
+      .map(e => described(e.annotations, e.limits.logs, e.namespace))
+      .orElse(createdFor.map(a => described(a.annotations, a.limits.logs, a.namespace)))
     (passed, WasmContainer.actionName(initializer)) match {
       case (Some(known), _) => Future.successful(Right(Some(known)))
       case (None, None)     => Future.successful(Right(None))
       case (None, Some(name)) =>
         lookupAction(name, transid)
-          .map(action => Right(Some(described(action.annotations, action.limits.logs))))
+          .map(action => Right(Some(described(action.annotations, action.limits.logs, name.path))))
           .recover {
             case NonFatal(t) =>
               logging.error(this, s"could not look up action $name for its annotations and log limit: $t")
@@ -233,6 +239,15 @@ class WasmContainer(protected val id: ContainerId,
 }
 
 object WasmContainer {
+
+  /**
+   * What /init needs to know of the action besides OpenWhisk's initializer.
+   *
+   * @param annotations all of the action's annotations (InitBody forwards only the executor's)
+   * @param logsMb      the action's log limit in MB
+   * @param namespace   the action's root namespace (`alice` for `/alice/pkg/hello`)
+   */
+  final case class Described(annotations: JsObject, logsMb: Long, namespace: String)
 
   /** The action an init's environment names (`__OW_ACTION_NAME`, fully qualified), if any. */
   def actionName(initializer: JsObject): Option[FullyQualifiedEntityName] =

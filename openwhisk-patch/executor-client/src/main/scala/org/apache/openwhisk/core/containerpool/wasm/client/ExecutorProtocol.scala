@@ -16,8 +16,9 @@
  */
 
 // What this file is for: the pure parts of the executor protocol — the extra fields the invoker
-// adds to an /init body, how container ids are made and recognised, and the outcomes a request
-// to the executor can have. Nothing here does I/O, so all of it is unit-tested directly.
+// adds to an /init body (the action's namespace, the annotations the executor uses, limits), how
+// container ids are made and recognised, and the outcomes a request to the executor can have.
+// Nothing here does I/O, so all of it is unit-tested directly.
 
 package org.apache.openwhisk.core.containerpool.wasm.client
 
@@ -56,15 +57,27 @@ object InitLimits {
 object InitBody {
 
   /**
+   * The annotations the executor acts on; no other annotation leaves the invoker (some, such as
+   * `require-whisk-auth`, hold secrets the executor has no use for).
+   */
+  val ForwardedAnnotations: Set[String] = Set("dir", "net_access")
+
+  /**
    * Adds to OpenWhisk's initializer (`name`, `main`, `binary`, `code`, `env`):
-   *  - `annotations`: the action's annotations as one JSON object (omitted when there are none);
-   *    the executor decides which it honours, under the operator's policy;
+   *  - `namespace`: the root namespace of the action (`alice` for `/alice/pkg/hello`), as the
+   *    invoker knows it; the executor places every `dir` grant beneath it, and refuses a `dir`
+   *    annotation without it (omitted when `None`);
+   *  - `annotations`: those of the action's annotations named in [[ForwardedAnnotations]], as one
+   *    JSON object (omitted when none of them is there); the executor applies them under the
+   *    operator's policy;
    *  - `limits`: see [[InitLimits]];
    *  - `env`: `baseEnv` (what a Docker runtime would have in its process environment, such as
    *    `__OW_API_HOST`) underneath the action's own variables, which win on a clash.
-   * Annotations or limits already in the initializer are replaced.
+   * A namespace, annotations or limits already in the initializer are replaced (or removed), so
+   * nothing upstream of this call can set them.
    */
   def enrich(initializer: JsObject,
+             namespace: Option[String],
              annotations: Option[JsObject],
              limits: InitLimits,
              baseEnv: Map[String, String] = Map.empty): JsObject = {
@@ -74,9 +87,16 @@ object InitBody {
     }
     val env = baseEnv.map { case (k, v) => k -> (JsString(v): JsValue) } ++ actionEnv
     val withEnv = if (env.nonEmpty) Map("env" -> JsObject(env)) else Map.empty[String, JsValue]
-    val withAnnotations = annotations.filter(_.fields.nonEmpty).map(a => "annotations" -> a).toMap
+    val withNamespace = namespace.map(n => "namespace" -> JsString(n)).toMap
+    val withAnnotations = annotations
+      .map(a => JsObject(a.fields.filter { case (key, _) => ForwardedAnnotations.contains(key) }))
+      .filter(_.fields.nonEmpty)
+      .map(a => "annotations" -> a)
+      .toMap
     val withLimits = if (limits.toJson.fields.nonEmpty) Map("limits" -> limits.toJson) else Map.empty
-    JsObject(initializer.fields -- Seq("env", "annotations", "limits") ++ withEnv ++ withAnnotations ++ withLimits)
+    JsObject(
+      initializer.fields -- Seq("env", "namespace", "annotations", "limits") ++ withEnv ++ withNamespace ++
+        withAnnotations ++ withLimits)
   }
 }
 

@@ -17,11 +17,12 @@
 
 // What this file is for: the client against the real wasm-executor binary and real Wasm
 // actions — the container lifecycle the invoker drives (init with annotations and limits, run,
-// error kinds, time limits, concurrency, logs with sentinels and truncation, destroy) and the
-// cleanup of an invoker's leftover containers.
+// error kinds, time limits, concurrency, logs with sentinels and truncation, destroy), `dir`
+// grants kept apart by namespace, and the cleanup of an invoker's leftover containers.
 
 package org.apache.openwhisk.core.containerpool.wasm.client
 
+import java.nio.file.Files
 import java.util.concurrent.atomic.AtomicInteger
 
 import org.apache.pekko.actor.ActorSystem
@@ -59,14 +60,15 @@ class ExecutorIntegrationSpec extends AnyFlatSpec with Matchers with BeforeAndAf
                         name: String,
                         main: String = "main",
                         annotations: Option[JsObject] = None,
-                        limits: InitLimits = InitLimits(256, 60.seconds, 1, Some(10L))): JsObject = {
+                        limits: InitLimits = InitLimits(256, 60.seconds, 1, Some(10L)),
+                        namespace: Option[String] = None): JsObject = {
     val initializer = JsObject(
       "name" -> JsString(name),
       "main" -> JsString(main),
       "binary" -> JsTrue,
       "code" -> JsString(base64(code)),
       "env" -> JsObject("__OW_NAMESPACE" -> JsString("guest"), "__OW_ACTION_NAME" -> JsString(s"/guest/$name")))
-    InitBody.enrich(initializer, annotations, limits, Map("__OW_API_HOST" -> "http://127.0.0.1:3233"))
+    InitBody.enrich(initializer, namespace, annotations, limits, Map("__OW_API_HOST" -> "http://127.0.0.1:3233"))
   }
 
   private def runBody(params: JsValue): JsObject =
@@ -123,7 +125,8 @@ class ExecutorIntegrationSpec extends AnyFlatSpec with Matchers with BeforeAndAf
     val value = initValue(
       zip("add.wasm", module("add")),
       "add",
-      annotations = Some(JsObject("exec" -> JsString("wasm:0.1"), "provide-api-key" -> JsFalse)),
+      // only net_access reaches the executor; the others stay in the invoker
+      annotations = Some(JsObject("exec" -> JsString("wasm:0.1"), "provide-api-key" -> JsFalse, "net_access" -> JsFalse)),
       limits = InitLimits(128, 10.seconds, 2, Some(1L)))
     init(id, value) shouldBe Answered(200, """{"ok":true}""")
     answered(run(id, JsObject("param1" -> JsNumber(2), "param2" -> JsNumber(2)))).body.parseJson shouldBe
@@ -156,11 +159,22 @@ class ExecutorIntegrationSpec extends AnyFlatSpec with Matchers with BeforeAndAf
     bad.errorMessage shouldBe defined
   }
 
-  it should "refuse a dir annotation outside the operator's root" in {
+  it should "refuse a dir annotation without the action's namespace, or one that climbs out" in {
     val refused = answered(
       init(newId("dir"), initValue(module("echo"), "echo", annotations = Some(JsObject("dir" -> JsString("/etc"))))))
     refused.status shouldBe 502
-    refused.errorMessage.getOrElse("") should include("dir")
+    refused.errorMessage.getOrElse("") should (include("dir") and include("namespace"))
+
+    val climbing = answered(
+      init(
+        newId("dir"),
+        initValue(
+          module("echo"),
+          "echo",
+          annotations = Some(JsObject("dir" -> JsString("/data/../../etc"))),
+          namespace = Some("guest"))))
+    climbing.status shouldBe 502
+    climbing.errorMessage.getOrElse("") should include("dir")
   }
 
   it should "report a trap as a failed activation and keep serving the container" in {
@@ -250,6 +264,57 @@ class ExecutorIntegrationSpec extends AnyFlatSpec with Matchers with BeforeAndAf
       (System.nanoTime() - start).nanos should be > 400.millis
       answered(await(first)).status shouldBe 200
     } finally small.stop()
+  }
+
+  behavior of "dir grants"
+
+  it should "keep one namespace's directory out of another namespace's reach" in {
+    val root = Files.createTempDirectory("wasm-grants") // mode 0700, as the executor requires
+    val isolated = TestExecutor.start(Seq("--dir-root", root.toString))
+    try {
+      val c = new ExecutorClient(WasmExecutorConfig(url = isolated.url, requestSlack = 5.seconds))
+      // The same action with the same annotation, deployed by two tenants.
+      def deployIn(namespace: String): String = {
+        val id = newId(s"filesys_$namespace")
+        val value = initValue(
+          module("filesys"),
+          "filesys",
+          annotations = Some(JsObject("dir" -> JsString("/data"))),
+          namespace = Some(namespace))
+        await(c.init(id, value, 60.seconds)) shouldBe Answered(200, """{"ok":true}""")
+        id
+      }
+      def runOn(id: String, params: JsObject): JsObject = {
+        val a = answered(await(c.run(id, runBody(params), 60.seconds, MB, MB / 2)))
+        withClue(a.body) { a.status shouldBe 200 }
+        a.body.parseJson.asJsObject
+      }
+      val alice = deployIn("alice")
+      val bob = deployIn("bob")
+
+      val written =
+        runOn(alice, JsObject("dir" -> JsString("/data"), "file" -> JsString("secret.txt"), "content" -> JsString("alice's")))
+      written.fields.get("read") shouldBe Some(JsString("alice's"))
+
+      val probed = runOn(bob, JsObject("read_path" -> JsString("/data/secret.txt")))
+      withClue(probed.compactPrint) {
+        probed.fields.get("read") should not be Some(JsString("alice's"))
+        probed.fields should contain key "read_error" // bob's /data is his own, and empty
+      }
+
+      // bob's file of the same name leaves alice's alone
+      runOn(bob, JsObject("dir" -> JsString("/data"), "file" -> JsString("secret.txt"), "content" -> JsString("bob's")))
+        .fields.get("read") shouldBe Some(JsString("bob's"))
+      runOn(alice, JsObject("read_path" -> JsString("/data/secret.txt"))).fields.get("read") shouldBe Some(JsString("alice's"))
+
+      // on the host, each lies beneath its namespace's directory of the root
+      new String(Files.readAllBytes(root.resolve("alice/data/secret.txt")), "UTF-8") shouldBe "alice's"
+      new String(Files.readAllBytes(root.resolve("bob/data/secret.txt")), "UTF-8") shouldBe "bob's"
+      Seq(alice, bob).foreach(id => await(c.destroy(id)))
+    } finally {
+      isolated.stop()
+      TestExecutor.deleteTree(root)
+    }
   }
 
   behavior of "logs through the executor"

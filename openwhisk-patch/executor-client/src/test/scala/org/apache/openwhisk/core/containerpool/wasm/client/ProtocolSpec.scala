@@ -34,14 +34,16 @@ class ProtocolSpec extends AnyFlatSpec with Matchers {
 
   behavior of "InitBody.enrich"
 
-  it should "add annotations, limits and the base environment under the action's own" in {
+  it should "add the namespace, annotations, limits and the base environment under the action's own" in {
     val value = InitBody.enrich(
       initializer,
+      Some("alice"),
       Some(JsObject("dir" -> JsString("/tmp/cache"), "net_access" -> JsTrue)),
       InitLimits(256, 60.seconds, 4, Some(10L)),
       Map("__OW_API_HOST" -> "http://controller:3233", "EXTRA" -> "x"))
     value.fields("name") shouldBe JsString("hello")
     value.fields("code") shouldBe JsString("AGFzbQ==")
+    value.fields("namespace") shouldBe JsString("alice")
     value.fields("annotations") shouldBe JsObject("dir" -> JsString("/tmp/cache"), "net_access" -> JsTrue)
     value.fields("limits") shouldBe JsObject(
       "memory" -> JsNumber(256),
@@ -53,11 +55,49 @@ class ProtocolSpec extends AnyFlatSpec with Matchers {
   }
 
   it should "omit what it does not know, and replace stale fields" in {
-    val bare = JsObject("name" -> JsString("x"), "annotations" -> JsString("stale"), "limits" -> JsNumber(1))
-    val value = InitBody.enrich(bare, None, InitLimits())
+    val bare = JsObject(
+      "name" -> JsString("x"),
+      "namespace" -> JsString("stale"),
+      "annotations" -> JsString("stale"),
+      "limits" -> JsNumber(1))
+    val value = InitBody.enrich(bare, None, None, InitLimits())
     value shouldBe JsObject("name" -> JsString("x"))
-    InitBody.enrich(bare, Some(JsObject()), InitLimits(timeoutMs = Some(100))) shouldBe
+    InitBody.enrich(bare, None, Some(JsObject()), InitLimits(timeoutMs = Some(100))) shouldBe
       JsObject("name" -> JsString("x"), "limits" -> JsObject("timeout" -> JsNumber(100)))
+  }
+
+  it should "write the invoker's namespace over one already in the initializer" in {
+    val forged = JsObject(initializer.fields + ("namespace" -> JsString("bob")))
+    val value = InitBody.enrich(forged, Some("alice"), None, InitLimits())
+    value.fields("namespace") shouldBe JsString("alice")
+    InitBody.enrich(forged, None, None, InitLimits()).fields should not contain key("namespace")
+  }
+
+  it should "forward only the annotations the executor uses" in {
+    val annotations = JsObject(
+      "dir" -> JsString("/data"),
+      "net_access" -> JsTrue,
+      "require-whisk-auth" -> JsString("s3cr3t-token"),
+      "exec" -> JsString("wasm:0.1"),
+      "provide-api-key" -> JsTrue,
+      "secret" -> JsString("do not leak"))
+    val value = InitBody.enrich(initializer, Some("alice"), Some(annotations), InitLimits())
+    InitBody.ForwardedAnnotations shouldBe Set("dir", "net_access")
+    value.fields("annotations") shouldBe JsObject("dir" -> JsString("/data"), "net_access" -> JsTrue)
+    value.compactPrint should not include "s3cr3t-token"
+    value.compactPrint should not include "do not leak"
+    InitBody.enrich(initializer, None, Some(JsObject("net_access" -> JsFalse, "web-export" -> JsTrue)), InitLimits())
+      .fields("annotations") shouldBe JsObject("net_access" -> JsFalse)
+  }
+
+  it should "omit the annotations when none of the forwarded ones is there" in {
+    val others = JsObject(
+      "require-whisk-auth" -> JsString("s3cr3t-token"),
+      "exec" -> JsString("wasm:0.1"),
+      "provide-api-key" -> JsFalse)
+    val value = InitBody.enrich(initializer, Some("alice"), Some(others), InitLimits())
+    value.fields should not contain key("annotations")
+    value.compactPrint should not include "s3cr3t-token"
   }
 
   behavior of "ContainerIds"

@@ -91,7 +91,8 @@ object TestExecutor {
     def log: String = Try(new String(Files.readAllBytes(logFile), "UTF-8")).getOrElse("")
   }
 
-  private def deleteTree(p: Path): Unit =
+  /** Removes `p` and everything beneath it (nothing if it does not exist). */
+  def deleteTree(p: Path): Unit =
     if (Files.exists(p)) Files.walk(p).iterator().asScala.toSeq.reverse.foreach(Files.deleteIfExists)
 
   /**
