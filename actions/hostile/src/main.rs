@@ -11,6 +11,8 @@
 //! - `{"iovec_flood": {"count": N, "bytes": B}}` writes to stdout once with N iovecs, each the
 //!   same B bytes without a newline, again until the write fails; reports the first write's count
 //! - `{"random_bytes": N}` asks WASI `random_get` for N bytes in one call
+//! - `{"open_files": {"dir": D, "count": N}}` creates and holds open up to N files in D, until
+//!   an open fails; reports how many were open and the failure's errno
 //! - `{"sleep_ms": N}` sleeps in WASI (`poll_oneoff`), not spinning
 //! - `{"log_lines": N, "line_bytes": B}` prints N lines of B bytes on stderr, then the result
 //! - `{"result_bytes": N}` returns a result holding a string of N bytes
@@ -109,6 +111,20 @@ fn attack(p: Value) -> Result<Value, Error> {
             Ok(n) => json!({ "written": n }),
             Err(e) => json!({ "errno": e.raw_os_error(), "error": e.to_string() }),
         });
+    }
+    if let Some(open) = p.get("open_files") {
+        let dir = params::str_or(open, "dir", "/")?;
+        let count = params::u64_or(open, "count", 1)?;
+        let mut held = Vec::new();
+        for i in 0..count {
+            match fs::File::create(format!("{dir}/open-{i}")) {
+                Ok(file) => held.push(file),
+                Err(e) => {
+                    return Ok(json!({ "opened": held.len(), "errno": e.raw_os_error() }));
+                }
+            }
+        }
+        return Ok(json!({ "opened": held.len() }));
     }
     if let Some(bytes) = p.get("random_bytes").and_then(Value::as_u64) {
         let mut buffer = vec![0u8; bytes as usize];

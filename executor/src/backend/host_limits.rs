@@ -21,10 +21,12 @@ pub const MAX_IO_BYTES: u32 = 16 << 20;
 pub const RANDOM_CHUNK: usize = 1 << 20;
 
 /// Descriptors one activation may hold open at once, stdin, stdout, stderr and the preopened
-/// directory included; opening more is `EMFILE` (wasmer's own WASI; see the README's threat
-/// model for the other backends).
-#[cfg_attr(
-    not(feature = "wasmer-runtime"),
-    allow(dead_code, reason = "only wasmer's WASI is the executor's own")
-)]
+/// directory included; opening more is `EMFILE`.
 pub const MAX_OPEN_DESCRIPTORS: usize = 256;
+
+/// What the guest may open itself: [`MAX_OPEN_DESCRIPTORS`] less stdio and the preopen.
+#[cfg_attr(
+    feature = "wasmer-runtime",
+    allow(dead_code, reason = "wasmer's own WASI counts every slot")
+)]
+pub const MAX_GUEST_OPENED: usize = MAX_OPEN_DESCRIPTORS - 4;

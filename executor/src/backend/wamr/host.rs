@@ -6,6 +6,7 @@
 
 use std::{
     cell::{Cell, RefCell},
+    collections::BTreeSet,
     sync::Arc,
     time::Instant,
 };
@@ -30,6 +31,8 @@ pub struct HostState {
     memory_exceeded: Cell<bool>,
     held: RefCell<HeldBody>,
     cpu: RefCell<CpuSlot>,
+    /// The descriptors the guest opened and still holds.
+    opened: RefCell<BTreeSet<u32>>,
 }
 
 /// A response (or error text) waiting for the guest to read it with `http_read`.
@@ -62,6 +65,7 @@ impl HostState {
             memory_exceeded: Cell::new(false),
             held: RefCell::new(HeldBody::default()),
             cpu: RefCell::new(cpu),
+            opened: RefCell::new(BTreeSet::new()),
         }
     }
 
@@ -78,6 +82,31 @@ impl HostState {
             Stream::Stderr
         };
         self.output.write(stream, bytes);
+    }
+
+    /// Descriptors the guest opened and holds.
+    pub fn opened_count(&self) -> usize {
+        self.opened.borrow().len()
+    }
+
+    /// The guest opened `fd`.
+    pub fn opened(&self, fd: u32) {
+        self.opened.borrow_mut().insert(fd);
+    }
+
+    /// The guest closed `fd`.
+    pub fn closed(&self, fd: u32) {
+        self.opened.borrow_mut().remove(&fd);
+    }
+
+    /// `to` was closed and `from` now goes by its number.
+    pub fn renumbered(&self, from: u32, to: u32) {
+        let mut opened = self.opened.borrow_mut();
+        if opened.remove(&from) {
+            opened.insert(to);
+        } else {
+            opened.remove(&to);
+        }
     }
 
     /// Whether the activation's time is up.

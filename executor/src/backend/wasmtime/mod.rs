@@ -4,6 +4,7 @@
 //! asynchronously: on the request's task where no host call can block a thread, else on a
 //! pool thread that drives the same future (its timers and sockets on the host I/O runtime).
 
+mod descriptors;
 mod engine;
 mod http_import;
 mod poll;
@@ -56,6 +57,8 @@ pub struct PreparedModule {
 /// Per-activation host state.
 pub struct RunState {
     wasi: WasiP1Ctx,
+    /// What the guest opened (see `descriptors.rs`).
+    opened: descriptors::Opened,
     limiter: MemoryLimiter,
     net: Option<Arc<HttpGetter>>,
     deadline: Instant,
@@ -263,6 +266,7 @@ impl WasmtimeBackend {
             .map_err(|e| PrepareError::Internal(e.into()))?;
         poll::add_to_linker(&mut linker).map_err(|e| PrepareError::Internal(e.into()))?;
         random::add_to_linker(&mut linker).map_err(|e| PrepareError::Internal(e.into()))?;
+        descriptors::add_to_linker(&mut linker).map_err(|e| PrepareError::Internal(e.into()))?;
         if with_net {
             http_import::add_to_linker(&mut linker)
                 .map_err(|e| PrepareError::Internal(e.into()))?;
@@ -306,6 +310,7 @@ impl WasmtimeBackend {
         }
         let state = RunState {
             wasi: wasi.build_p1(),
+            opened: descriptors::Opened::default(),
             limiter: MemoryLimiter {
                 limit_bytes: module.spec.memory_limit_bytes,
                 exceeded: false,
@@ -345,6 +350,7 @@ fn check_imports(
         engine,
         RunState {
             wasi: WasiCtxBuilder::new().build_p1(),
+            opened: descriptors::Opened::default(),
             limiter: MemoryLimiter {
                 limit_bytes: 0,
                 exceeded: false,

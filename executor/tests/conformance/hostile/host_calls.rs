@@ -1,6 +1,6 @@
 //! What a guest passes to host calls, made as large as it can: a write with a million iovecs
-//! over the same 16 MiB, a gigabyte of random bytes in one call, and the log sentinel printed
-//! (whole, padded, split across writes). Each call is bounded, the activation ends at its
+//! over the same 16 MiB, a gigabyte of random bytes in one call, thousands of files held open,
+//! and the log sentinel printed (whole, padded, split across writes). Each call is bounded, the activation ends at its
 //! deadline, and only the executor frames an activation's logs.
 
 use std::{
@@ -10,7 +10,7 @@ use std::{
 
 use serde_json::{Value, json};
 
-use crate::harness::{Executor, action};
+use crate::harness::{self, Executor, ScratchDir, action};
 
 const SENTINEL: &str = "XXX_THE_END_OF_A_WHISK_ACTIVATION_XXX";
 
@@ -103,6 +103,36 @@ fn a_gigabyte_of_random_bytes_ends_at_the_deadline_and_leaves_the_server_answeri
     answered_or_timed_out(&[(status, text)]);
     ex.assert_stopped_on_time(took, Duration::from_secs(1), "a gigabyte of random bytes");
     assert!(health < Duration::from_secs(1), "/health waited {health:?}");
+    ex.assert_healthy();
+}
+
+#[test]
+fn an_activation_holds_at_most_256_descriptors_on_every_backend() {
+    let root = ScratchDir::new("descriptors");
+    let ex = Executor::start_with(&["--dir-root", root.0.to_str().unwrap()]);
+    ex.init_code("files", &action("hostile"), harness::granted("/files"))
+        .expect(200);
+    let out = ex
+        .run(
+            "files",
+            json!({"open_files": {"dir": "/files", "count": 4000}}),
+        )
+        .expect(200)
+        .json();
+    // 256 in all: stdin, stdout, stderr and the granted directory, and 252 files.
+    assert_eq!(out["opened"], 252, "{out}");
+    assert_eq!(out["errno"], 33, "EMFILE: {out}");
+    // Descriptors die with the activation: the next one opens as many again.
+    let again = ex
+        .run(
+            "files",
+            json!({"open_files": {"dir": "/files", "count": 300}}),
+        )
+        .expect(200)
+        .json();
+    assert_eq!(again["opened"], 252, "{again}");
+    ex.init_action("other", "echo");
+    ex.run("other", json!({"ok": true})).expect(200);
     ex.assert_healthy();
 }
 

@@ -9,6 +9,8 @@
 //!   directly with that signature, so the override must match it exactly;
 //! - `random_get`, registered over WASI's own (`(*~)i`): filled a chunk at a time, stopped
 //!   at the deadline;
+//! - `path_open`, `fd_close` and `fd_renumber`, WAMR's own behind a count of what the guest
+//!   holds open (at most `MAX_GUEST_OPENED`);
 //! - `poll_oneoff`, registered over WASI's own in the same way (`(**i*)i`): WAMR's
 //!   implementation waits without the guest's CPU slot, so a sleeping guest holds only its
 //!   thread;
@@ -26,7 +28,7 @@ use wamr_runtime_sys as sys;
 
 use crate::{
     backend::{
-        host_limits::{MAX_IO_BYTES, MAX_IOVECS, RANDOM_CHUNK},
+        host_limits::{MAX_GUEST_OPENED, MAX_IO_BYTES, MAX_IOVECS, RANDOM_CHUNK},
         wamr::host::{HostState, MAX_URL_BYTES},
     },
     net,
@@ -38,6 +40,8 @@ const ERRNO_FAULT: u32 = 21;
 const ERRNO_INVAL: u32 = 28;
 /// WASI's `errno::io`.
 const ERRNO_IO: u32 = 29;
+/// WASI's `errno::mfile`.
+const ERRNO_MFILE: u32 = 33;
 /// WASI's `errno::nosys`.
 const ERRNO_NOSYS: u32 = 52;
 
@@ -52,6 +56,27 @@ struct GuestIovec {
 type WasiFdWrite =
     unsafe extern "C" fn(sys::wasm_exec_env_t, u32, *const GuestIovec, u32, *mut u32) -> u32;
 
+/// WASI's `path_open` (`(ii*~iIIi*)i`): directory, lookup flags, path and its length, open
+/// flags, base and inheriting rights, descriptor flags, where the new descriptor goes.
+type WasiPathOpen = unsafe extern "C" fn(
+    sys::wasm_exec_env_t,
+    u32,
+    u32,
+    *const u8,
+    u32,
+    u32,
+    u64,
+    u64,
+    u32,
+    *mut u32,
+) -> u32;
+
+/// WASI's `fd_close` (`(i)i`).
+type WasiFdClose = unsafe extern "C" fn(sys::wasm_exec_env_t, u32) -> u32;
+
+/// WASI's `fd_renumber` (`(ii)i`).
+type WasiFdRenumber = unsafe extern "C" fn(sys::wasm_exec_env_t, u32, u32) -> u32;
+
 /// WASI's `poll_oneoff`: subscriptions in, events out (both in guest memory, checked by the
 /// implementation), their count, where the number of events goes.
 type WasiPollOneoff =
@@ -60,19 +85,32 @@ type WasiPollOneoff =
 /// WAMR's own WASI functions that the overrides delegate to, found once at registration. Not
 /// passed as the natives' attachments: AOT code calls WASI natives directly, without setting
 /// the execution environment's attachment.
-static WASI_ORIGINALS: OnceLock<(WasiFdWrite, WasiPollOneoff)> = OnceLock::new();
+static WASI_ORIGINALS: OnceLock<Originals> = OnceLock::new();
+
+struct Originals {
+    fd_write: WasiFdWrite,
+    poll_oneoff: WasiPollOneoff,
+    path_open: WasiPathOpen,
+    fd_close: WasiFdClose,
+    fd_renumber: WasiFdRenumber,
+}
 
 /// Registers the natives; called once, right after the runtime is initialised.
 pub fn register() -> Result<(), String> {
-    let (wasi_fd_write, wasi_poll_oneoff) =
-        (wasi_native(c"fd_write")?, wasi_native(c"poll_oneoff")?);
     // SAFETY: WAMR's WASI table holds these functions with exactly these signatures (the
-    // registrations below repeat them: `(i*i*)i`, `(**i*)i`).
+    // registrations below repeat them).
     let originals = unsafe {
-        (
-            std::mem::transmute::<*mut c_void, WasiFdWrite>(wasi_fd_write),
-            std::mem::transmute::<*mut c_void, WasiPollOneoff>(wasi_poll_oneoff),
-        )
+        Originals {
+            fd_write: std::mem::transmute::<*mut c_void, WasiFdWrite>(wasi_native(c"fd_write")?),
+            poll_oneoff: std::mem::transmute::<*mut c_void, WasiPollOneoff>(wasi_native(
+                c"poll_oneoff",
+            )?),
+            path_open: std::mem::transmute::<*mut c_void, WasiPathOpen>(wasi_native(c"path_open")?),
+            fd_close: std::mem::transmute::<*mut c_void, WasiFdClose>(wasi_native(c"fd_close")?),
+            fd_renumber: std::mem::transmute::<*mut c_void, WasiFdRenumber>(wasi_native(
+                c"fd_renumber",
+            )?),
+        }
     };
     WASI_ORIGINALS.get_or_init(|| originals);
     for module in [c"wasi_snapshot_preview1", c"wasi_unstable"] {
@@ -82,6 +120,9 @@ pub fn register() -> Result<(), String> {
                 symbol(c"fd_write", fd_write as *mut c_void, c"(i*i*)i"),
                 symbol(c"poll_oneoff", poll_oneoff as *mut c_void, c"(**i*)i"),
                 symbol(c"random_get", random_get as *mut c_void, c"(*~)i"),
+                symbol(c"path_open", path_open as *mut c_void, c"(ii*~iIIi*)i"),
+                symbol(c"fd_close", fd_close as *mut c_void, c"(i)i"),
+                symbol(c"fd_renumber", fd_renumber as *mut c_void, c"(ii)i"),
             ],
         )?;
     }
@@ -199,11 +240,11 @@ unsafe extern "C" fn fd_write(
     }
     let (Some(host), 1 | 2) = (host, fd) else {
         // Set at registration, before any guest could call this.
-        let Some(&(original, _)) = WASI_ORIGINALS.get() else {
+        let Some(originals) = WASI_ORIGINALS.get() else {
             return ERRNO_NOSYS;
         };
         // SAFETY: WAMR's own `fd_write`, with the arguments WAMR passed, untouched.
-        return unsafe { original(exec_env, fd, iovs, iovs_len, nwritten) };
+        return unsafe { (originals.fd_write)(exec_env, fd, iovs, iovs_len, nwritten) };
     };
     let table_bytes = u64::from(iovs_len) * std::mem::size_of::<GuestIovec>() as u64;
     // SAFETY: WAMR checks that each whole range lies in the guest's memory.
@@ -268,6 +309,100 @@ unsafe extern "C" fn random_get(exec_env: sys::wasm_exec_env_t, buf: *mut u8, le
     0
 }
 
+/// WASI `path_open` as WAMR implements it, behind the count of what the guest holds: beyond
+/// [`MAX_GUEST_OPENED`] descriptors it is `EMFILE`, as on the other backends.
+///
+/// SAFETY (for WAMR): called on the guest's thread; the pointers were checked by WAMR to point
+/// into guest memory (`*~`: the path and its length; `*`: four bytes for the descriptor).
+#[allow(clippy::too_many_arguments, reason = "WASI's signature")]
+unsafe extern "C" fn path_open(
+    exec_env: sys::wasm_exec_env_t,
+    dirfd: u32,
+    dirflags: u32,
+    path: *const u8,
+    path_len: u32,
+    oflags: u32,
+    rights_base: u64,
+    rights_inheriting: u64,
+    fdflags: u32,
+    opened: *mut u32,
+) -> u32 {
+    let Some(originals) = WASI_ORIGINALS.get() else {
+        return ERRNO_NOSYS;
+    };
+    // SAFETY: `exec_env` is the running guest's; `inst` the running instance on this thread.
+    let host = unsafe { host_of(sys::wasm_runtime_get_module_inst(exec_env)) };
+    if host.is_some_and(|host| host.opened_count() >= MAX_GUEST_OPENED) {
+        return ERRNO_MFILE;
+    }
+    // SAFETY: WAMR's own `path_open`, with the arguments WAMR passed, untouched.
+    let errno = unsafe {
+        (originals.path_open)(
+            exec_env,
+            dirfd,
+            dirflags,
+            path,
+            path_len,
+            oflags,
+            rights_base,
+            rights_inheriting,
+            fdflags,
+            opened,
+        )
+    };
+    if errno == 0
+        && let Some(host) = host
+    {
+        // SAFETY: checked by WAMR (see above); guest memory need not be aligned.
+        host.opened(u32::from_le(unsafe { ptr::read_unaligned(opened) }));
+    }
+    errno
+}
+
+/// WASI `fd_close` as WAMR implements it, forgetting the descriptor in the count.
+///
+/// SAFETY (for WAMR): called on the guest's thread.
+unsafe extern "C" fn fd_close(exec_env: sys::wasm_exec_env_t, fd: u32) -> u32 {
+    let Some(originals) = WASI_ORIGINALS.get() else {
+        return ERRNO_NOSYS;
+    };
+    // SAFETY: WAMR's own `fd_close` with WAMR's arguments; `inst` is the running instance.
+    let (errno, host) = unsafe {
+        (
+            (originals.fd_close)(exec_env, fd),
+            host_of(sys::wasm_runtime_get_module_inst(exec_env)),
+        )
+    };
+    if errno == 0
+        && let Some(host) = host
+    {
+        host.closed(fd);
+    }
+    errno
+}
+
+/// WASI `fd_renumber` as WAMR implements it: `to` is closed, `from` goes by its number.
+///
+/// SAFETY (for WAMR): called on the guest's thread.
+unsafe extern "C" fn fd_renumber(exec_env: sys::wasm_exec_env_t, from: u32, to: u32) -> u32 {
+    let Some(originals) = WASI_ORIGINALS.get() else {
+        return ERRNO_NOSYS;
+    };
+    // SAFETY: WAMR's own `fd_renumber` with WAMR's arguments; `inst` is the running instance.
+    let (errno, host) = unsafe {
+        (
+            (originals.fd_renumber)(exec_env, from, to),
+            host_of(sys::wasm_runtime_get_module_inst(exec_env)),
+        )
+    };
+    if errno == 0
+        && let Some(host) = host
+    {
+        host.renumbered(from, to);
+    }
+    errno
+}
+
 /// WASI `poll_oneoff` as WAMR implements it, run without the guest's CPU slot: it may sleep
 /// (until the earliest clock; WAMR wakes it when the watchdog terminates the instance).
 ///
@@ -280,7 +415,7 @@ unsafe extern "C" fn poll_oneoff(
     nevents: *mut u32,
 ) -> u32 {
     // Set at registration, before any guest could call this.
-    let Some(&(_, original)) = WASI_ORIGINALS.get() else {
+    let Some(original) = WASI_ORIGINALS.get().map(|o| o.poll_oneoff) else {
         return ERRNO_NOSYS;
     };
     // SAFETY: `exec_env` is the running guest's.
