@@ -178,20 +178,15 @@ impl WamrBackend {
             }
         };
         let argv = [activation.program_name.as_str(), activation.params.as_str()];
-        // WAMR preopens by path: the descriptor's /proc path names the directory opened at
-        // /init (WAMR resolves it to the directory's current path and opens that; the grant
-        // root is private to the executor's user, so nobody can swap it in between).
-        let granted = module
-            .spec
-            .dir
-            .as_deref()
-            .map(|dir| (dir.guest_path(), dir.reopen_path()));
+        // The directory opened at /init, by its descriptor: no path is looked up again.
         let config = InstanceConfig {
             argv: &argv,
             env: &activation.env,
-            dir: granted
-                .as_ref()
-                .map(|(guest, host)| (*guest, host.as_path())),
+            dir: module
+                .spec
+                .dir
+                .as_deref()
+                .map(|dir| (dir.guest_path(), dir.fd())),
             stdin: stdin.fd(),
             stdout: self.null_output.as_fd(),
             stderr: self.null_output.as_fd(),

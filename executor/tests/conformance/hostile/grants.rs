@@ -223,6 +223,31 @@ fn a_container_keeps_the_directory_it_was_granted_whatever_happens_to_the_path()
     ex.assert_healthy();
 }
 
+/// The granted directory removed from the host after /init: no path is looked up again at a
+/// run (on any backend), so the container keeps its own, now empty and unlinked, directory.
+#[test]
+fn a_container_keeps_its_directory_even_once_it_is_removed() {
+    let (root, ex) = with_root();
+    grant(&ex, "gone", Path::new("/gone"));
+    let host = root.grant_of(NAMESPACE, "/gone");
+    std::fs::write(host.join("before.txt"), "x").unwrap();
+    std::fs::remove_dir_all(&host).unwrap();
+    // A new directory at the same path is not the container's.
+    std::fs::create_dir(&host).unwrap();
+    std::fs::write(host.join("planted.txt"), "someone else's").unwrap();
+    let results = fs(
+        &ex,
+        "gone",
+        json!([
+            {"op": "list", "path": "/gone"},
+            {"op": "read", "path": "/gone/planted.txt"},
+        ]),
+    );
+    assert_eq!(results[0], json!({"ok": []}), "its own directory, emptied");
+    assert!(results[1]["ok"].is_null(), "{}", results[1]);
+    ex.assert_healthy();
+}
+
 #[test]
 fn links_and_renames_do_not_cross_a_grant() {
     let (root, ex) = with_root();

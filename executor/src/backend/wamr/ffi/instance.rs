@@ -5,8 +5,7 @@
 use std::{
     ffi::{CStr, CString, c_char, c_void},
     marker::PhantomData,
-    os::fd::{AsRawFd, BorrowedFd},
-    path::Path,
+    os::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd},
     ptr::{self, NonNull},
     sync::{Arc, Mutex},
 };
@@ -20,13 +19,48 @@ use crate::backend::wamr::host::HostState;
 pub struct InstanceConfig<'a> {
     pub argv: &'a [&'a str],
     pub env: &'a [(String, String)],
-    /// The granted directory: the guest's path and a host path that opens it.
-    pub dir: Option<(&'a str, &'a Path)>,
+    /// The granted directory: the guest's path and the directory, open.
+    pub dir: Option<(&'a str, BorrowedFd<'a>)>,
     pub stdin: BorrowedFd<'a>,
     pub stdout: BorrowedFd<'a>,
     pub stderr: BorrowedFd<'a>,
     /// The interpreter's operand and frame stack (AOT code runs on the thread's stack).
     pub stack_bytes: u32,
+}
+
+/// The WASI descriptor of the granted directory: the first after stdin, stdout and stderr.
+const PREOPEN_FD: u32 = 3;
+
+/// The start of WAMR's `WASIContext` (`wasm_runtime_common.h` of the pinned WAMR): its
+/// descriptor table and its table of preopened directories.
+#[repr(C)]
+struct WasiTables {
+    curfds: *mut c_void,
+    prestats: *mut c_void,
+}
+
+unsafe extern "C" {
+    /// The instance's `WASIContext`, or null.
+    fn wasm_runtime_get_wasi_ctx(inst: sys::wasm_module_inst_t) -> *mut WasiTables;
+    /// Puts the host descriptor `out` into the table under `fd` (WAMR's libc-wasi).
+    fn fd_table_insert_existing(ft: *mut c_void, fd: u32, out: i32, is_stdio: bool) -> bool;
+    /// Records `fd` as a preopened directory the guest knows as `dir` (copied).
+    fn fd_prestats_insert(pt: *mut c_void, dir: *const c_char, fd: u32) -> bool;
+}
+
+/// The instance's WASI tables.
+///
+/// # Safety
+/// `inst` must be a live instance.
+unsafe fn wasi_tables(inst: sys::wasm_module_inst_t) -> Option<WasiTables> {
+    // SAFETY: per the contract; the context, when there is one, starts with the two tables.
+    unsafe {
+        let ctx = wasm_runtime_get_wasi_ctx(inst);
+        ctx.as_ref().map(|ctx| WasiTables {
+            curfds: ctx.curfds,
+            prestats: ctx.prestats,
+        })
+    }
 }
 
 /// How the entry call ended.
@@ -58,16 +92,8 @@ impl<'a> Instance<'a> {
             config.env.iter().map(|(k, v)| format!("{k}={v}")),
             "environment variable",
         )?;
-        // Mapped as `guest::host` (the grant refuses guest paths holding `::`).
-        let dirs = c_strings(
-            config
-                .dir
-                .map(|(guest, host)| format!("{guest}::{}", host.display())),
-            "directory",
-        )?;
         let mut argv_ptrs: Vec<*mut c_char> = argv.iter().map(|s| s.as_ptr().cast_mut()).collect();
         let mut env_ptrs: Vec<*const c_char> = env.iter().map(|s| s.as_ptr()).collect();
-        let mut dir_ptrs: Vec<*const c_char> = dirs.iter().map(|s| s.as_ptr()).collect();
         let args = Args::new()?;
         let host_ptr = ptr::from_ref(host).cast_mut().cast::<c_void>();
         let mut error = [0 as c_char; 256];
@@ -93,13 +119,6 @@ impl<'a> Instance<'a> {
                 env_ptrs.as_mut_ptr(),
                 len_u32(env_ptrs.len())?,
             );
-            sys::wasm_runtime_instantiation_args_set_wasi_dir(
-                args.0,
-                ptr::null_mut(),
-                0,
-                dir_ptrs.as_mut_ptr(),
-                len_u32(dir_ptrs.len())?,
-            );
             sys::wasm_runtime_instantiation_args_set_wasi_stdio(
                 args.0,
                 i64::from(config.stdin.as_raw_fd()),
@@ -114,11 +133,45 @@ impl<'a> Instance<'a> {
             )
         };
         let raw = NonNull::new(raw).ok_or_else(|| c_text(&error))?;
-        Ok(Instance {
+        let instance = Instance {
             raw,
             terminator: Terminator(Arc::new(Mutex::new(Some(RawInstance(raw))))),
             _borrows: PhantomData,
-        })
+        };
+        if let Some((guest, dir)) = config.dir {
+            instance.preopen(guest, dir)?;
+        }
+        Ok(instance)
+    }
+
+    /// Gives the guest `dir` at `guest` as WASI descriptor 3, the first after stdio: a copy of
+    /// the descriptor opened at /init goes into WAMR's table as it is, so no path is looked up
+    /// again (WAMR's own preopens are paths, resolved at each instantiation).
+    fn preopen(&self, guest: &str, dir: BorrowedFd<'_>) -> Result<(), String> {
+        let guest =
+            CString::new(guest).map_err(|_| format!("the guest path {guest:?} holds NUL"))?;
+        let copy = dir
+            .try_clone_to_owned()
+            .map_err(|e| format!("copying the granted directory's descriptor: {e}"))?;
+        // SAFETY: the instance is live and was made with WASI, so its WASI context exists and
+        // starts with its descriptor and preopen tables (see `wasi_tables`).
+        let tables =
+            unsafe { wasi_tables(self.raw.as_ptr()) }.ok_or("the instance has no WASI context")?;
+        let raw_fd = copy.into_raw_fd();
+        // SAFETY: the tables are the instance's; once inserted, WAMR owns the descriptor (and
+        // closes it with the instance); the guest path is copied.
+        let taken = unsafe { fd_table_insert_existing(tables.curfds, PREOPEN_FD, raw_fd, false) };
+        if !taken {
+            // SAFETY: not taken, so still ours alone.
+            drop(unsafe { OwnedFd::from_raw_fd(raw_fd) });
+            return Err("WAMR could not take the granted directory".into());
+        }
+        // SAFETY: as above.
+        if unsafe { fd_prestats_insert(tables.prestats, guest.as_ptr(), PREOPEN_FD) } {
+            Ok(())
+        } else {
+            Err("WAMR could not record the granted directory".into())
+        }
     }
 
     /// The size of the default linear memory, if the module has one.
