@@ -132,11 +132,15 @@ pub async fn serve<Io>(
         let io = match accepted {
             Ok(io) => io,
             Err(error) => {
-                // Out of descriptors (or a connection reset before it was accepted): make room
-                // and go on answering.
-                tracing::warn!(%error, "accepting a connection failed");
-                connections.shed_one();
-                tokio::time::sleep(ACCEPT_BACKOFF).await;
+                // Out of descriptors: make room and go on answering. Anything else (a
+                // connection reset before it was accepted) concerns that connection alone.
+                if matches!(error.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
+                    tracing::warn!(%error, "no descriptor for a new connection: closing an idle one");
+                    connections.shed_one();
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                } else {
+                    tracing::debug!(%error, "accepting a connection failed");
+                }
                 continue;
             }
         };
