@@ -97,10 +97,12 @@ if [[ -n "$runtime" ]]; then
     bin="${WASM_PRECOMPILE:-$repo/target/release/wasm-precompile}"
     [[ -x "$bin" ]] || die "wasm-precompile not found at $bin (set WASM_PRECOMPILE or run \
 'cargo build --release -p wasm-precompile' in $repo)"
-    precompile=("$bin" --runtime "$runtime")
-    [[ -n "$target" ]] && precompile+=(--target "$target")
-    [[ -n "$sign_key" ]] && precompile+=(--sign-key "$sign_key")
-    precompile+=(--zip)
+    # `wasm-precompile compile --runtime R -- INPUT [flags]`: the flags after the input are the
+    # runtime compiler's own.
+    precompile=("$bin" compile --runtime "$runtime" --)
+    compiler_flags=(--zip)
+    [[ -n "$target" ]] && compiler_flags+=(--target "$target")
+    [[ -n "$sign_key" ]] && compiler_flags+=(--sign-key "$sign_key")
 fi
 mkdir -p "$out"
 
@@ -126,7 +128,7 @@ for m in "${modules[@]}"; do
     tmp="$out/.$name.partial.zip"
     if [[ ! -f "$zip" || "$m" -nt "$zip" || (-n "$sign_key" && "$sign_key" -nt "$zip") ]]; then
         if [[ ${#precompile[@]} -gt 0 ]]; then
-            "${precompile[@]}" -o "$tmp" "$m" || die "wasm-precompile failed on $m"
+            "${precompile[@]}" "$m" "${compiler_flags[@]}" -o "$tmp" || die "wasm-precompile failed on $m"
         else
             zip_one "$m" "$tmp" || die "cannot zip $m"
         fi

@@ -73,6 +73,22 @@ timed "executor and precompiler (release, one target directory)" cargo build --r
 # Other backends' builds overwrite target/release/wasm-executor: keep this one by name.
 cp "$bin/wasm-executor" "$bin/wasm-executor-wasmtime"
 
+# packing: the documented packing commands as actions/README.md, `make pack` and deploy/pi give
+# them: portable zips, and artifacts precompiled for this machine and signed with a fresh key.
+packing() {
+    local scratch
+    scratch="$(mktemp -d)"
+    "$bin/wasm-precompile" keygen --out "$scratch/operator" >/dev/null
+    actions/pack.sh --out "$scratch/portable" add echo
+    WASM_PRECOMPILE="$bin/wasm-precompile" actions/pack.sh --precompile wasmtime \
+        --sign-key "$scratch/operator.pem" --out "$scratch/precompiled" add echo
+    for zip in "$scratch"/{portable,precompiled}/{add,echo}.zip; do
+        [[ -s "$zip" ]] || die "actions/pack.sh made no $zip"
+    done
+    rm -rf "$scratch"
+}
+timed "the documented packing commands (actions/pack.sh, portable and precompiled)" packing
+
 # lints: formatting and clippy over the workspace and the fuzz targets.
 lints() {
     cargo fmt --all -- --check
