@@ -101,7 +101,11 @@ fn a_gigabyte_of_random_bytes_ends_at_the_deadline_and_leaves_the_server_answeri
     });
     let (status, text, took) = answer;
     answered_or_timed_out(&[(status, text)]);
-    ex.assert_stopped_on_time(took, Duration::from_secs(1), "a gigabyte of random bytes");
+    // A machine fast enough fills the gigabyte before the limit; never much after it.
+    assert!(
+        took <= Duration::from_secs(1) + ex.late_margin(),
+        "a gigabyte of random bytes took {took:?} with a 1 s limit"
+    );
     assert!(health < Duration::from_secs(1), "/health waited {health:?}");
     ex.assert_healthy();
 }
