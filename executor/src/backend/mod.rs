@@ -14,6 +14,8 @@ use crate::{capabilities::GrantedDir, logs::OutputCapture, net::HttpGetter, pool
 #[cfg(not(feature = "wamr"))]
 pub mod disk_cache;
 pub mod host_limits;
+#[cfg(any(feature = "wasmtime", feature = "wamr"))]
+mod opened;
 
 // Exactly one runtime per build: none is an error, and so is every pair. `wasmer` and
 // `wasmer-headless` are two builds of one backend (`wasmer-runtime` is what they share).

@@ -6,12 +6,12 @@
 
 use std::{
     cell::{Cell, RefCell},
-    collections::BTreeSet,
     sync::Arc,
     time::Instant,
 };
 
 use crate::{
+    backend::opened::OpenedDescriptors,
     logs::{OutputCapture, Stream},
     net::{HttpGetter, code},
     pool::CpuSlot,
@@ -32,7 +32,7 @@ pub struct HostState {
     held: RefCell<HeldBody>,
     cpu: RefCell<CpuSlot>,
     /// The descriptors the guest opened and still holds.
-    opened: RefCell<BTreeSet<u32>>,
+    opened: RefCell<OpenedDescriptors>,
 }
 
 /// A response (or error text) waiting for the guest to read it with `http_read`.
@@ -65,7 +65,7 @@ impl HostState {
             memory_exceeded: Cell::new(false),
             held: RefCell::new(HeldBody::default()),
             cpu: RefCell::new(cpu),
-            opened: RefCell::new(BTreeSet::new()),
+            opened: RefCell::new(OpenedDescriptors::default()),
         }
     }
 
@@ -84,29 +84,9 @@ impl HostState {
         self.output.write(stream, bytes);
     }
 
-    /// Descriptors the guest opened and holds.
-    pub fn opened_count(&self) -> usize {
-        self.opened.borrow().len()
-    }
-
-    /// The guest opened `fd`.
-    pub fn opened(&self, fd: u32) {
-        self.opened.borrow_mut().insert(fd);
-    }
-
-    /// The guest closed `fd`.
-    pub fn closed(&self, fd: u32) {
-        self.opened.borrow_mut().remove(&fd);
-    }
-
-    /// `to` was closed and `from` now goes by its number.
-    pub fn renumbered(&self, from: u32, to: u32) {
-        let mut opened = self.opened.borrow_mut();
-        if opened.remove(&from) {
-            opened.insert(to);
-        } else {
-            opened.remove(&to);
-        }
+    /// The descriptors the guest opened and holds.
+    pub fn opened(&self) -> std::cell::RefMut<'_, OpenedDescriptors> {
+        self.opened.borrow_mut()
     }
 
     /// Whether the activation's time is up.

@@ -1,22 +1,12 @@
 //! The descriptors one activation may hold: wasmtime-wasi opens as many files as the process
 //! has descriptors, so `path_open`, `fd_close` and `fd_renumber` are wasmtime-wasi's own behind
-//! a count of what the guest opened, and an open beyond [`MAX_GUEST_OPENED`] is `EMFILE`, as
-//! on the other backends.
-
-use std::collections::BTreeSet;
+//! the count of `backend/opened.rs`, as on the other backends.
 
 use wasmtime::{Caller, Extern, Linker};
 use wasmtime_wasi::p1::wasi_snapshot_preview1 as wasi;
 
 use super::RunState;
-use crate::backend::host_limits::MAX_GUEST_OPENED;
-
-/// WASI's `EMFILE`: too many open files.
-const ERRNO_MFILE: i32 = 33;
-
-/// The descriptors the guest opened and still holds.
-#[derive(Default)]
-pub struct Opened(BTreeSet<i32>);
+use crate::backend::opened::ERRNO_MFILE;
 
 /// Replaces wasmtime-wasi's `path_open`, `fd_close` and `fd_renumber` (added to `linker`
 /// before) with the same calls behind the count.
@@ -38,8 +28,8 @@ pub fn add_to_linker(linker: &mut Linker<RunState>) -> wasmtime::Result<()> {
             i32,
         )| {
             Box::new(async move {
-                if caller.data().opened.0.len() >= MAX_GUEST_OPENED {
-                    return Ok(ERRNO_MFILE);
+                if !caller.data().opened.has_room() {
+                    return Ok(i32::from(ERRNO_MFILE));
                 }
                 let memory = memory_of(&mut caller)?;
                 let (data, state) = memory.data_and_store_mut(&mut caller);
@@ -61,7 +51,7 @@ pub fn add_to_linker(linker: &mut Linker<RunState>) -> wasmtime::Result<()> {
                 if errno == 0 {
                     let at = out as u32 as usize;
                     if let Some(bytes) = data_at(memory.data(&caller), at) {
-                        caller.data_mut().opened.0.insert(i32::from_le_bytes(bytes));
+                        caller.data_mut().opened.opened(u32::from_le_bytes(bytes));
                     }
                 }
                 Ok(errno)
@@ -82,7 +72,7 @@ pub fn add_to_linker(linker: &mut Linker<RunState>) -> wasmtime::Result<()> {
                 )
                 .await?;
                 if errno == 0 {
-                    state.opened.0.remove(&fd);
+                    state.opened.closed(fd as u32);
                 }
                 Ok(errno)
             })
@@ -102,11 +92,8 @@ pub fn add_to_linker(linker: &mut Linker<RunState>) -> wasmtime::Result<()> {
                     to,
                 )
                 .await?;
-                // `to` was closed and `from` now goes by its number.
-                if errno == 0 && state.opened.0.remove(&from) {
-                    state.opened.0.insert(to);
-                } else if errno == 0 {
-                    state.opened.0.remove(&to);
+                if errno == 0 {
+                    state.opened.renumbered(from as u32, to as u32);
                 }
                 Ok(errno)
             })

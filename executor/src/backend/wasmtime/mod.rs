@@ -29,7 +29,7 @@ use super::{
     PortableModules, PrepareError, PrepareInput, disk_cache::DiskCache, missing_import_hint,
     unblock::Unblocker,
 };
-use crate::{logs::Stream, net::HttpGetter, pool::CpuSlot};
+use crate::{backend::opened::OpenedDescriptors, logs::Stream, net::HttpGetter, pool::CpuSlot};
 
 pub struct WasmtimeBackend {
     engine: Engine,
@@ -58,7 +58,7 @@ pub struct PreparedModule {
 pub struct RunState {
     wasi: WasiP1Ctx,
     /// What the guest opened (see `descriptors.rs`).
-    opened: descriptors::Opened,
+    opened: OpenedDescriptors,
     limiter: MemoryLimiter,
     net: Option<Arc<HttpGetter>>,
     deadline: Instant,
@@ -310,7 +310,7 @@ impl WasmtimeBackend {
         }
         let state = RunState {
             wasi: wasi.build_p1(),
-            opened: descriptors::Opened::default(),
+            opened: OpenedDescriptors::default(),
             limiter: MemoryLimiter {
                 limit_bytes: module.spec.memory_limit_bytes,
                 exceeded: false,
@@ -350,7 +350,7 @@ fn check_imports(
         engine,
         RunState {
             wasi: WasiCtxBuilder::new().build_p1(),
-            opened: descriptors::Opened::default(),
+            opened: OpenedDescriptors::default(),
             limiter: MemoryLimiter {
                 limit_bytes: 0,
                 exceeded: false,

@@ -10,7 +10,7 @@
 //! - `random_get`, registered over WASI's own (`(*~)i`): filled a chunk at a time, stopped
 //!   at the deadline;
 //! - `path_open`, `fd_close` and `fd_renumber`, WAMR's own behind a count of what the guest
-//!   holds open (at most `MAX_GUEST_OPENED`);
+//!   holds open (`backend/opened.rs`);
 //! - `poll_oneoff`, registered over WASI's own in the same way (`(**i*)i`): WAMR's
 //!   implementation waits without the guest's CPU slot, so a sleeping guest holds only its
 //!   thread;
@@ -28,7 +28,8 @@ use wamr_runtime_sys as sys;
 
 use crate::{
     backend::{
-        host_limits::{MAX_GUEST_OPENED, MAX_IO_BYTES, MAX_IOVECS, RANDOM_CHUNK},
+        host_limits::{MAX_IO_BYTES, MAX_IOVECS, RANDOM_CHUNK},
+        opened::ERRNO_MFILE,
         wamr::host::{HostState, MAX_URL_BYTES},
     },
     net,
@@ -40,8 +41,6 @@ const ERRNO_FAULT: u32 = 21;
 const ERRNO_INVAL: u32 = 28;
 /// WASI's `errno::io`.
 const ERRNO_IO: u32 = 29;
-/// WASI's `errno::mfile`.
-const ERRNO_MFILE: u32 = 33;
 /// WASI's `errno::nosys`.
 const ERRNO_NOSYS: u32 = 52;
 
@@ -332,8 +331,8 @@ unsafe extern "C" fn path_open(
     };
     // SAFETY: `exec_env` is the running guest's; `inst` the running instance on this thread.
     let host = unsafe { host_of(sys::wasm_runtime_get_module_inst(exec_env)) };
-    if host.is_some_and(|host| host.opened_count() >= MAX_GUEST_OPENED) {
-        return ERRNO_MFILE;
+    if host.is_some_and(|host| !host.opened().has_room()) {
+        return u32::from(ERRNO_MFILE);
     }
     // SAFETY: WAMR's own `path_open`, with the arguments WAMR passed, untouched.
     let errno = unsafe {
@@ -354,7 +353,8 @@ unsafe extern "C" fn path_open(
         && let Some(host) = host
     {
         // SAFETY: checked by WAMR (see above); guest memory need not be aligned.
-        host.opened(u32::from_le(unsafe { ptr::read_unaligned(opened) }));
+        host.opened()
+            .opened(u32::from_le(unsafe { ptr::read_unaligned(opened) }));
     }
     errno
 }
@@ -376,7 +376,7 @@ unsafe extern "C" fn fd_close(exec_env: sys::wasm_exec_env_t, fd: u32) -> u32 {
     if errno == 0
         && let Some(host) = host
     {
-        host.closed(fd);
+        host.opened().closed(fd);
     }
     errno
 }
@@ -398,7 +398,7 @@ unsafe extern "C" fn fd_renumber(exec_env: sys::wasm_exec_env_t, from: u32, to: 
     if errno == 0
         && let Some(host) = host
     {
-        host.renumbered(from, to);
+        host.opened().renumbered(from, to);
     }
     errno
 }
