@@ -39,9 +39,13 @@ trap 'kill "${executor_pid:-}" "$server_pid" 2>/dev/null || true; rm -rf "$work"
 for _ in $(seq 100); do [[ -s "$work/net-port" ]] && break; sleep 0.05; done
 net_port=$(cat "$work/net-port")
 
-echo "==> starting wasm-executor on 127.0.0.1:$port"
+# Per-namespace quotas mount a filesystem per namespace, which needs root; as another user the
+# demo's grant goes without one.
+quota=(--dir-quota-mb 64)
+[[ $(id -u) -eq 0 ]] || quota=(--dir-quota-mb 0)
+echo "==> starting wasm-executor on 127.0.0.1:$port (${quota[*]})"
 RUST_LOG=${RUST_LOG:-info} target/release/wasm-executor \
-    --listen "127.0.0.1:$port" --state-dir "$work/state" \
+    --listen "127.0.0.1:$port" --state-dir "$work/state" "${quota[@]}" \
     --trusted-key "$work/operator.pub" --net-allow "127.0.0.1:$net_port" \
     2>"$work/executor.log" &
 executor_pid=$!

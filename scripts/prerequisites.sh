@@ -24,6 +24,7 @@
 #           with `cargo install --locked` from crates.io, pinned below)
 #   all     every group
 #
+# Always: e2fsprogs (mkfs.ext4, for the namespaces' quota filesystems).
 # Always checked: rustup's cargo and rustc >= 1.95 (install Rust with rustup when missing).
 # Packages are installed as root, or with passwordless sudo; otherwise the script stops and
 # prints the apt-get command to run.
@@ -103,6 +104,9 @@ fi
 if want fuzz; then
     packages+=(g++)
 fi
+
+# Always: mkfs.ext4, with which the executor makes each namespace's quota filesystem.
+packages+=(e2fsprogs)
 
 [[ ${#packages[@]} -eq 0 ]] || ensure_packages "${packages[@]}"
 

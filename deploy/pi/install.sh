@@ -322,6 +322,17 @@ keep_file "$here/conf/executor.env" "$ETC/executor.env" 0644 root root executor
 ensure_dir "$UNITS" 0755 root root
 put_file "$here/systemd/wasm-executor.service" "$UNITS/wasm-executor.service" 0644 root root executor-unit
 put_file "$here/systemd/board-$board/wasm-executor.conf" "$UNITS/wasm-executor.service.d/10-board.conf" 0644 root root executor-unit
+# The loop driver and its devices, for the namespaces' quota filesystems: loaded from boot on
+# (and now), the devices in the executor's group (root's use of them is unchanged).
+echo loop | put_text /etc/modules-load.d/wasm-executor.conf 0644 root root none
+put_text /etc/udev/rules.d/60-wasm-executor-loop.rules 0644 root root none <<'RULES'
+# wasm-executor mounts one loop device per namespace with `dir` grants (its quota filesystem).
+KERNEL=="loop-control", GROUP="wasm-executor", MODE="0660"
+SUBSYSTEM=="block", KERNEL=="loop[0-9]*", GROUP="wasm-executor", MODE="0660"
+RULES
+modprobe loop 2>/dev/null || log "warning: cannot load the loop module: namespace quotas will refuse \`dir\` grants"
+udevadm control --reload 2>/dev/null && udevadm trigger --subsystem-match=block --sysname-match='loop*' --action=change 2>/dev/null ||
+    chgrp wasm-executor /dev/loop-control /dev/loop[0-9]* 2>/dev/null || true
 put_file "$here/health.sh" "$HEALTH" 0755 root root none
 put_file "$here/README.md" "$DOC/README.md" 0644 root root none
 

@@ -58,7 +58,8 @@ remove() {
 remove "$UNITS/wasm-executor.service" "$UNITS/wasm-executor.service.d" \
     "$UNITS/openwhisk-standalone.service" "$UNITS/openwhisk-standalone.service.d" \
     /usr/local/bin/wasm-executor /opt/openwhisk /usr/local/sbin/wasm-pi-health \
-    /usr/local/share/doc/wasm-pi
+    /usr/local/share/doc/wasm-pi /etc/modules-load.d/wasm-executor.conf \
+    /etc/udev/rules.d/60-wasm-executor-loop.rules
 [[ $running -eq 0 ]] || systemctl daemon-reload
 
 if [[ $purge -eq 1 ]]; then

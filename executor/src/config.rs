@@ -197,6 +197,16 @@ pub struct Config {
     #[arg(long, env = "WASM_EXECUTOR_DIR_ROOT")]
     pub dir_root: Option<PathBuf>,
 
+    /// Disk (MB) one namespace's granted directories may take together: each namespace gets an
+    /// ext4 filesystem of this size (a sparse image in DIR_ROOT/.images, mounted in the
+    /// executor's own mount namespace; needs CAP_SYS_ADMIN). 0 turns quotas off.
+    #[arg(long, env = "WASM_EXECUTOR_DIR_QUOTA_MB", default_value_t = 512)]
+    pub dir_quota_mb: u64,
+
+    /// Files and directories one namespace's granted directories may hold together.
+    #[arg(long, env = "WASM_EXECUTOR_DIR_QUOTA_FILES", default_value_t = 16_384)]
+    pub dir_quota_files: u64,
+
     /// Namespaces whose actions may use the `dir` annotation (comma-separated; `*`: every
     /// namespace). Each namespace's directories lie beneath DIR_ROOT/<namespace>.
     #[arg(
@@ -234,6 +244,10 @@ pub struct Config {
     #[arg(long, env = "WASM_EXECUTOR_NET_MAX_BODY_KB", default_value_t = 4096)]
     pub net_max_body_kb: u64,
 }
+
+/// The smallest filesystem (MB) a namespace's quota may make: ext4's journal and tables need
+/// about one.
+pub const MIN_DIR_QUOTA_MB: u64 = 4;
 
 /// Where the API listens (`--listen`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -300,6 +314,15 @@ impl Config {
                 ));
             }
         }
+        if self.dir_quota_mb != 0 && self.dir_quota_mb < MIN_DIR_QUOTA_MB {
+            return Err(format!(
+                "--dir-quota-mb {} is below the smallest filesystem a namespace can get, {MIN_DIR_QUOTA_MB} MB (0 turns quotas off)",
+                self.dir_quota_mb
+            ));
+        }
+        if self.dir_quota_files == 0 {
+            return Err("--dir-quota-files must be at least 1".into());
+        }
         if self.guest_execution == GuestExecution::Async && !cfg!(feature = "wasmtime") {
             return Err(
                 "--guest-execution async needs the wasmtime build; use pool or blocking-worker"
@@ -307,6 +330,14 @@ impl Config {
             );
         }
         Ok(())
+    }
+
+    /// The per-namespace quota of directory grants, `None` when the operator turned it off.
+    pub fn dir_quota(&self) -> Option<crate::namespace_volumes::Quota> {
+        (self.dir_quota_mb > 0).then_some(crate::namespace_volumes::Quota {
+            bytes: self.dir_quota_mb << 20,
+            files: self.dir_quota_files,
+        })
     }
 
     /// Wasm instances that may be alive at once, which the backend's allocator provides for:

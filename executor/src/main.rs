@@ -8,7 +8,9 @@ mod config;
 mod guard;
 mod host_io;
 mod logs;
+mod loop_device;
 mod metrics;
+mod namespace_volumes;
 mod net;
 mod outcome;
 mod pool;
@@ -50,12 +52,16 @@ fn main() -> anyhow::Result<()> {
             "unsigned precompiled artifacts will be loaded: only for trusted action authors"
         );
     }
+    let isolated = match config.dir_quota() {
+        Some(_) => namespace_volumes::isolate_mounts(),
+        None => Ok(()),
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("http")
         .build()
         .context("starting the async runtime")?;
-    runtime.block_on(serve(config, trusted_keys))
+    runtime.block_on(serve(config, trusted_keys, isolated))
 }
 
 /// SIGUSR1 and SIGUSR2 would end the process by default; the backends that use them (wasmer's
@@ -81,7 +87,13 @@ fn return_large_buffers_to_the_kernel() {
     }
 }
 
-async fn serve(config: Config, trusted_keys: TrustedKeys) -> anyhow::Result<()> {
+/// Serves the API until SIGTERM or Ctrl-C; `isolated` says whether the process has a mount
+/// namespace of its own for the namespaces' quotas.
+async fn serve(
+    config: Config,
+    trusted_keys: TrustedKeys,
+    isolated: Result<(), String>,
+) -> anyhow::Result<()> {
     let listen = config.listen.clone();
     let header_timeout = std::time::Duration::from_millis(config.header_timeout_ms);
     let gate = api::Gate::new(
@@ -100,7 +112,7 @@ async fn serve(config: Config, trusted_keys: TrustedKeys) -> anyhow::Result<()> 
             .max(1),
     };
     let keys = trusted_keys.len();
-    let executor = Arc::new(Executor::new(config, trusted_keys)?);
+    let executor = Arc::new(Executor::new(config, trusted_keys, isolated)?);
     // The executor is never torn down: at exit the kernel reclaims its memory at once, while
     // dropping it can take longer than any stop timeout (wasmer's engine deregisters the
     // unwind info of every module it ever loaded frame by frame, quadratic in libgcc: over

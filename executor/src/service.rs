@@ -25,6 +25,7 @@ use crate::{
     host_io,
     logs::{LogBudget, OutputCapture, PendingLogs},
     metrics::Metrics,
+    namespace_volumes::Volumes,
     net::HttpGetter,
     outcome::{self, RunResponse},
     pool::{ExecutionPool, PoolError},
@@ -92,6 +93,8 @@ pub struct Executor {
     containers: Registry<Container>,
     uploads: SharedCode<Code>,
     grant_root: GrantRoot,
+    /// The filesystem of each namespace's grants, sized by its quota.
+    volumes: Volumes,
     /// Namespaces that may use `dir` and `net_access`.
     dir_namespaces: AllowList,
     net_namespaces: AllowList,
@@ -107,7 +110,11 @@ pub struct Executor {
 }
 
 impl Executor {
-    pub fn new(config: Config, trusted_keys: TrustedKeys) -> anyhow::Result<Self> {
+    pub fn new(
+        config: Config,
+        trusted_keys: TrustedKeys,
+        mounts_isolated: Result<(), String>,
+    ) -> anyhow::Result<Self> {
         let dirs = Directories::of(&config)?;
         let host_io = host_io::start()?;
         let backend = ActiveBackend::new(&BackendSettings {
@@ -119,6 +126,7 @@ impl Executor {
             host_io: host_io.clone(),
         })?;
         let grant_root = GrantRoot::open(&dirs.grant_root)?;
+        let volumes = Volumes::new(&dirs.grant_root, config.dir_quota(), mounts_isolated)?;
         tracing::info!(
             state = %dirs.state.display(),
             cache = %dirs.cache.display(),
@@ -152,6 +160,7 @@ impl Executor {
             containers: Registry::default(),
             uploads: SharedCode::new(u64::from_le_bytes(random_bytes("the upload index")?)),
             grant_root,
+            volumes,
             dir_namespaces: AllowList::new(&config.dir_namespaces),
             net_namespaces: AllowList::new(&config.net_namespaces),
             log_budget: LogBudget::new(config.max_pending_log_mb << 20),
@@ -253,7 +262,7 @@ impl Executor {
             check_namespace(namespace).map_err(ServiceError::InitFailed)?;
         }
         let dir = match value.annotations.dir.as_deref() {
-            Some(requested) => Some(Arc::new(self.grant_dir(namespace, requested)?)),
+            Some(requested) => Some(Arc::new(self.grant_dir(namespace, requested).await?)),
             None => None,
         };
         let net_access = value.annotations.net_access;
@@ -307,7 +316,7 @@ impl Executor {
 
     /// The directory a `dir` annotation asks for, beneath the action's namespace, if the
     /// operator lets that namespace have one.
-    fn grant_dir(
+    async fn grant_dir(
         &self,
         namespace: Option<&str>,
         requested: &str,
@@ -325,6 +334,11 @@ impl Executor {
                  (--dir-namespaces)"
             )));
         }
+        check_namespace(namespace).map_err(ServiceError::InitFailed)?;
+        self.volumes
+            .prepare(namespace)
+            .await
+            .map_err(ServiceError::InitFailed)?;
         self.grant_root
             .grant(namespace, requested)
             .map_err(ServiceError::InitFailed)

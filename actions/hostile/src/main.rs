@@ -4,12 +4,15 @@
 //! - `{"fs": [op, …]}` runs file operations in order and reports each: `{"op": "read", "path"}`,
 //!   `{"op": "write", "path", "content"}`, `{"op": "list", "path"}`, `{"op": "mkdir", "path"}`,
 //!   `{"op": "link", "from", "to"}` (hard link), `{"op": "rename", "from", "to"}`,
-//!   `{"op": "symlink", "target", "path"}`
+//!   `{"op": "symlink", "target", "path"}`, `{"op": "remove", "path"}` (a file)
 //!   → `{"fs": [{"ok": …} | {"errno": n, "error": "…"}, …]}`
 //! - `{"print": [[stream, text], …]}` writes each text to `stdout` or `stderr` as a write of
 //!   its own (flushed), so a line can be split across writes; then the result
 //! - `{"iovec_flood": {"count": N, "bytes": B}}` writes to stdout once with N iovecs, each the
 //!   same B bytes without a newline, again until the write fails; reports the first write's count
+//! - `{"fill": {"dir": D, "files": N, "bytes": B}}` writes up to N files of B bytes each in D
+//!   (64 KiB at a time) until a write fails; reports the files made, the bytes written and the
+//!   failure's errno
 //! - `{"random_bytes": N}` asks WASI `random_get` for N bytes in one call
 //! - `{"open_files": {"dir": D, "count": N}}` creates and holds open up to N files in D, until
 //!   an open fails; reports how many were open and the failure's errno
@@ -52,12 +55,40 @@ fn fs_op(op: &Value) -> Result<Value, Error> {
         }),
         "link" => fs::hard_link(text("from")?, text("to")?).map(|()| json!(true)),
         "rename" => fs::rename(text("from")?, text("to")?).map(|()| json!(true)),
+        "remove" => fs::remove_file(text("path")?).map(|()| json!(true)),
         // `std::os::wasi::fs::symlink_path` is unstable; this is the same call.
         #[allow(deprecated)]
         "symlink" => fs::soft_link(text("target")?, text("path")?).map(|()| json!(true)),
         other => return Err(error!("unknown file operation {other:?}")),
     };
     Ok(outcome(result))
+}
+
+/// Writes files into a directory until told to stop or the filesystem refuses.
+fn fill_dir(fill: &Value) -> Result<Value, Error> {
+    let dir = params::str_or(fill, "dir", "/")?;
+    let files = params::u64_or(fill, "files", 1)?;
+    let bytes = params::u64_or(fill, "bytes", 0)?;
+    let chunk = vec![b'f'; 64 << 10];
+    let (mut made, mut written) = (0u64, 0u64);
+    let mut write_one = |i: u64| -> std::io::Result<()> {
+        let mut file = fs::File::create(format!("{dir}/fill-{i}"))?;
+        made += 1;
+        let mut left = bytes;
+        while left > 0 {
+            let n = left.min(chunk.len() as u64) as usize;
+            file.write_all(&chunk[..n])?;
+            written += n as u64;
+            left -= n as u64;
+        }
+        file.sync_all()
+    };
+    let failure = (0..files).find_map(|i| write_one(i).err());
+    Ok(json!({
+        "files": made,
+        "bytes": written,
+        "errno": failure.as_ref().and_then(std::io::Error::raw_os_error),
+    }))
 }
 
 /// Recurses `depth` frames, each with a buffer the optimizer cannot drop.
@@ -125,6 +156,9 @@ fn attack(p: Value) -> Result<Value, Error> {
             }
         }
         return Ok(json!({ "opened": held.len() }));
+    }
+    if let Some(fill) = p.get("fill") {
+        return fill_dir(fill);
     }
     if let Some(bytes) = p.get("random_bytes").and_then(Value::as_u64) {
         let mut buffer = vec![0u8; bytes as usize];

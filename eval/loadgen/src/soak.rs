@@ -4,7 +4,9 @@
 //! no request; after a warm-up, the last minute's samples must stay within a tolerance of the
 //! first minute's, benign requests may fail only with 503 (turned away under load), and every
 //! hostile request gets an answer (never a dropped connection or a dead process). The hostile
-//! share includes slow clients (half a header, held) and grants of their own namespace.
+//! share includes slow clients (half a header, held), grants of their own namespace, and quota
+//! fillers: a namespace of its own that writes until its filesystem is full, which must answer
+//! ENOSPC in the guest while the benign grants keep working.
 
 use std::{
     io::{Read, Write},
@@ -59,6 +61,9 @@ pub struct SoakArgs {
 /// Seconds between samples.
 /// The namespace the soak's grants belong to (`DIR_ROOT/soak/<container>`).
 const SOAK_NAMESPACE: &str = "soak";
+/// The namespace of the quota fillers, and its quota (MB): each filler writes four times that.
+const FILLER_NAMESPACE: &str = "soak-filler";
+const FILLER_QUOTA_MB: u64 = 16;
 
 const SAMPLE_EVERY: Duration = Duration::from_secs(5);
 /// The window the first and last reference figures are taken over.
@@ -84,6 +89,8 @@ struct Tally {
     benign: AtomicU64,
     benign_turned_away: AtomicU64,
     hostile: AtomicU64,
+    /// Fillers whose guest saw its filesystem full (ENOSPC or EDQUOT).
+    quota_errors: AtomicU64,
     failures: std::sync::Mutex<Vec<String>>,
 }
 
@@ -158,7 +165,12 @@ pub fn run(args: &SoakArgs) -> anyhow::Result<()> {
         trusted_key: None,
         log_filter: "warn".into(),
         log_path: args.out.join("executor.log"),
-        extra_args: vec!["--dir-root".into(), grants.display().to_string()],
+        extra_args: vec![
+            "--dir-root".into(),
+            grants.display().to_string(),
+            "--dir-quota-mb".into(),
+            FILLER_QUOTA_MB.to_string(),
+        ],
     })?;
     let pid = executor.pid().context("the executor's pid")?;
 
@@ -183,13 +195,13 @@ pub fn run(args: &SoakArgs) -> anyhow::Result<()> {
                     round += 1;
                     let id = format!("c{client}-{round}");
                     let hostile = rng.gen_bool(hostile_share);
-                    let kind = rng.gen_range(0..if hostile { 10 } else { 3 });
+                    let kind = rng.gen_range(0..if hostile { 11 } else { 3 });
                     let outcome = if hostile {
                         tally.hostile.fetch_add(1, Ordering::Relaxed);
-                        attack(&mut http, addr, &codes, &id, kind)
+                        attack(&mut http, addr, &codes, client, &id, kind, &tally)
                     } else {
                         tally.benign.fetch_add(1, Ordering::Relaxed);
-                        benign(&mut http, &codes, &id, kind, &tally)
+                        benign(&mut http, &codes, client, &id, kind, &tally)
                     };
                     // Whatever happened, the container goes (a failed step must not leak it).
                     if let Err(error) = outcome.and_then(|()| destroy(&mut http, &id)) {
@@ -250,6 +262,16 @@ pub fn run(args: &SoakArgs) -> anyhow::Result<()> {
         }
     }
     std::fs::write(args.out.join("samples.csv"), &csv)?;
+    let filler_image = grants.join(format!(".images/{FILLER_NAMESPACE}.ext4"));
+    if let Ok(image) = std::fs::metadata(&filler_image) {
+        use std::os::unix::fs::MetadataExt;
+        if image.blocks() * 512 > FILLER_QUOTA_MB << 20 {
+            tally.fail(format!(
+                "the fillers' image takes {} bytes of the disk, more than its quota",
+                image.blocks() * 512
+            ));
+        }
+    }
     executor.stop()?;
     let _ = std::fs::remove_dir_all(&scratch);
 
@@ -297,6 +319,7 @@ pub fn run(args: &SoakArgs) -> anyhow::Result<()> {
         "benign_requests": tally.benign.load(Ordering::Relaxed),
         "benign_turned_away_503": tally.benign_turned_away.load(Ordering::Relaxed),
         "hostile_requests": tally.hostile.load(Ordering::Relaxed),
+        "quota_errors_seen_by_fillers": tally.quota_errors.load(Ordering::Relaxed),
         "drift": drift,
         "failures": failures,
     });
@@ -373,6 +396,7 @@ fn destroy(http: &mut Client, id: &str) -> anyhow::Result<()> {
 fn benign(
     http: &mut Client,
     codes: &Codes,
+    client: usize,
     id: &str,
     kind: u32,
     tally: &Tally,
@@ -391,7 +415,9 @@ fn benign(
             Box::new(|v| v["result"] == 5),
         ),
         _ => {
-            let dir = format!("/{id}");
+            // One directory per client, rewritten by each of its containers: the namespace holds
+            // what its tenants keep, not one directory per activation.
+            let dir = format!("/c{client}");
             (
                 &codes.filesys,
                 json!({"namespace": SOAK_NAMESPACE, "annotations": {"dir": dir}}),
@@ -425,8 +451,10 @@ fn attack(
     http: &mut Client,
     addr: std::net::SocketAddr,
     codes: &Codes,
+    client: usize,
     id: &str,
     kind: u32,
+    tally: &Tally,
 ) -> anyhow::Result<()> {
     let timeout = json!({"limits": {"timeout": 2000, "memory": 64, "logs": 1}});
     let in_hostile = |http: &mut Client, params: Value, status: u16| -> anyhow::Result<()> {
@@ -447,7 +475,7 @@ fn attack(
         3 => in_hostile(http, json!({"recurse": 10_000_000}), 502),
         // Reading outside the grant: refused by the sandbox, reported by the action.
         4 => {
-            let dir = format!("/{id}");
+            let dir = format!("/h{client}");
             expect(
                 &init(
                     http,
@@ -522,6 +550,34 @@ fn attack(
                 std::thread::sleep(Duration::from_secs(1));
                 drop(held);
             });
+            Ok(())
+        }
+        // Filling a namespace's quota: four times its size, in 1 MiB files, into the client's
+        // own directory (so no other filler truncates what it wrote).
+        9 => {
+            let dir = format!("/fill/c{client}");
+            expect(
+                &init(
+                    http,
+                    id,
+                    &codes.hostile,
+                    json!({"namespace": FILLER_NAMESPACE, "annotations": {"dir": dir},
+                           "limits": {"timeout": 20_000}}),
+                )?,
+                200,
+                "filler /init",
+                None,
+            )?;
+            let files = 4 * FILLER_QUOTA_MB;
+            let fill = json!({"fill": {"dir": dir, "files": files, "bytes": 1 << 20}});
+            let answer = activate(http, id, fill)?;
+            expect(&answer, 200, "filler /run", None)?;
+            let result: Value = serde_json::from_slice(&answer.body)?;
+            // wasi-libc's ENOSPC and EDQUOT.
+            if ![json!(51), json!(19)].contains(&result["errno"]) {
+                bail!("a filler wrote {files} MiB into a {FILLER_QUOTA_MB} MiB quota: {result}");
+            }
+            tally.quota_errors.fetch_add(1, Ordering::Relaxed);
             Ok(())
         }
         // Garbage code and an /init raced by a /destroy.

@@ -15,7 +15,7 @@ fn dir_grants_one_directory_of_the_namespace_and_nothing_else() {
     let root = ScratchDir::new("dir-root");
     let ex = Executor::start_with(&["--dir-root", root.0.to_str().unwrap()]);
     let dir = "/cache";
-    let granted = root.grant_of(NAMESPACE, dir);
+    let granted = ex.granted_path(&root, NAMESPACE, dir);
     ex.init_code("fs", &action("filesys"), harness::granted(dir))
         .expect(200);
     let out = ex
@@ -150,7 +150,7 @@ fn dir_annotations_that_name_no_directory_of_a_namespace_are_refused_at_init() {
     // Any absolute path is the namespace's own: /etc is a directory beneath it, not the host's.
     ex.init_code("etc", &filesys, harness::granted("/etc"))
         .expect(200);
-    assert!(root.grant_of(NAMESPACE, "/etc").is_dir());
+    assert!(ex.granted_path(&root, NAMESPACE, "/etc").is_dir());
     let out = ex
         .run("etc", json!({"read_path": "/etc/passwd"}))
         .expect(200)
@@ -159,7 +159,12 @@ fn dir_annotations_that_name_no_directory_of_a_namespace_are_refused_at_init() {
         out["read"].is_null(),
         "the host's /etc stays out of reach: {out}"
     );
-    assert!(std::fs::read_dir(root.0.join(NAMESPACE)).unwrap().count() == 1);
+    assert!(
+        std::fs::read_dir(ex.seen(&root.0.join(NAMESPACE)))
+            .unwrap()
+            .count()
+            == 1
+    );
 }
 
 #[test]

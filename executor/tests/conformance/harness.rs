@@ -203,6 +203,10 @@ impl Executor {
                 command.args([flag, value]);
             }
         }
+        if !quotas_enforceable() {
+            // Namespace quotas mount filesystems, which needs root; a test may still ask for them.
+            command.env("WASM_EXECUTOR_DIR_QUOTA_MB", "0");
+        }
         let pid_file = launcher_reports_pid().then(|| state.0.with_extension("pid"));
         if let Some(pid_file) = &pid_file {
             command.env("WASM_EXECUTOR_PID_FILE", pid_file);
@@ -333,6 +337,19 @@ impl Executor {
             "{what}: stopped {:?} after its limit of {limit:?} (margin now {margin:?})",
             took.saturating_sub(limit)
         );
+    }
+
+    /// `path` as the executor sees it: through its root, in its own mount namespace, where each
+    /// namespace's directory is a filesystem of its own (quotas).
+    pub fn seen(&self, path: &Path) -> PathBuf {
+        PathBuf::from(format!("/proc/{}/root", self.pid()))
+            .join(path.strip_prefix("/").expect("an absolute path"))
+    }
+
+    /// Where the executor with grant root `root` keeps the directory `guest_path` of `namespace`
+    /// (as it sees it).
+    pub fn granted_path(&self, root: &ScratchDir, namespace: &str, guest_path: &str) -> PathBuf {
+        self.seen(&root.grant_of(namespace, guest_path))
     }
 
     /// The executor's process id: the child's, or the one its launcher reports.
@@ -569,6 +586,14 @@ pub fn executor_target() -> String {
 fn launcher_reports_pid() -> bool {
     launcher().is_some()
         && std::env::var("WASM_EXECUTOR_LAUNCHER_REPORTS_PID").is_ok_and(|v| v == "1")
+}
+
+/// Whether the executor under test can mount a filesystem per namespace: it runs as root, and
+/// not in the hardened image (`WASM_EXECUTOR_LAUNCHER_REPORTS_PID`), which has no capabilities.
+pub fn quotas_enforceable() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    root && !launcher_reports_pid()
 }
 
 /// Whether the executor under test runs precompiled artifacts only (`WASM_EXECUTOR_ARTIFACTS_ONLY`).

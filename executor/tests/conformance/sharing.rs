@@ -120,7 +120,7 @@ fn grants_stay_per_container_when_the_code_is_shared() {
         .json();
     assert_eq!(out["read"], "mine", "{out}");
     assert!(
-        root.grant_of(crate::harness::NAMESPACE, dir)
+        ex.granted_path(&root, crate::harness::NAMESPACE, dir)
             .join("a.txt")
             .is_file()
     );

@@ -81,7 +81,7 @@ fn one_namespace_never_reaches_anothers_files() {
         json!([{"op": "write", "path": "/shared/secret.txt", "content": "alice's"}]),
     );
     assert_eq!(wrote[0], json!({"ok": true}));
-    let alices = root.grant_of("alice", "/shared/secret.txt");
+    let alices = ex.granted_path(&root, "alice", "/shared/secret.txt");
     assert_eq!(std::fs::read_to_string(&alices).unwrap(), "alice's");
 
     // bob asks for the same path, its parent, and alice's directory as the host spells it.
@@ -157,7 +157,7 @@ fn one_namespace_never_reaches_anothers_files() {
         "alice's file is untouched"
     );
     assert_eq!(
-        std::fs::read_to_string(root.grant_of("bob", "/shared/secret.txt")).unwrap(),
+        std::fs::read_to_string(ex.granted_path(&root, "bob", "/shared/secret.txt")).unwrap(),
         "bob's"
     );
     ex.assert_healthy();
@@ -168,7 +168,7 @@ fn a_container_keeps_the_directory_it_was_granted_whatever_happens_to_the_path()
     let (root, ex) = with_root();
     let granted = PathBuf::from("/tenant");
     grant(&ex, "h", &granted);
-    let host = root.grant_of(NAMESPACE, "/tenant");
+    let host = ex.granted_path(&root, NAMESPACE, "/tenant");
     let results = fs(
         &ex,
         "h",
@@ -178,7 +178,7 @@ fn a_container_keeps_the_directory_it_was_granted_whatever_happens_to_the_path()
 
     // Someone replaces the granted path: the directory moves away, a link to the root (absolute,
     // then relative) takes its place.
-    let moved: PathBuf = root.grant_of(NAMESPACE, "/tenant-moved");
+    let moved: PathBuf = ex.granted_path(&root, NAMESPACE, "/tenant-moved");
     std::fs::rename(&host, &moved).unwrap();
     for target in [root.0.clone(), PathBuf::from("..")] {
         let _ = std::fs::remove_file(&host);
@@ -229,7 +229,7 @@ fn a_container_keeps_the_directory_it_was_granted_whatever_happens_to_the_path()
 fn a_container_keeps_its_directory_even_once_it_is_removed() {
     let (root, ex) = with_root();
     grant(&ex, "gone", Path::new("/gone"));
-    let host = root.grant_of(NAMESPACE, "/gone");
+    let host = ex.granted_path(&root, NAMESPACE, "/gone");
     std::fs::write(host.join("before.txt"), "x").unwrap();
     std::fs::remove_dir_all(&host).unwrap();
     // A new directory at the same path is not the container's.
@@ -282,15 +282,15 @@ fn links_and_renames_do_not_cross_a_grant() {
     ] {
         refused(&results[i], what);
     }
-    let listing: Vec<_> = std::fs::read_dir(root.0.join(NAMESPACE))
+    let listing: Vec<_> = std::fs::read_dir(ex.seen(&root.0.join(NAMESPACE)))
         .unwrap()
         .flatten()
         .map(|e| e.file_name())
         .collect();
     assert_eq!(listing.len(), 2, "only a and b: {listing:?}");
     let (host_a, host_b) = (
-        root.grant_of(NAMESPACE, "/a"),
-        root.grant_of(NAMESPACE, "/b"),
+        ex.granted_path(&root, NAMESPACE, "/a"),
+        ex.granted_path(&root, NAMESPACE, "/b"),
     );
     assert!(host_a.join("x").exists() && !host_b.join("x").exists());
     assert_eq!(
@@ -309,7 +309,7 @@ fn a_fifo_in_a_grant_does_not_hold_a_worker_past_the_time_limit() {
     value["limits"] = json!({"timeout": 1000});
     ex.init_code("fifo", &action("hostile"), value).expect(200);
     let status = std::process::Command::new("mkfifo")
-        .arg(root.grant_of(NAMESPACE, "/pipes/pipe"))
+        .arg(ex.granted_path(&root, NAMESPACE, "/pipes/pipe"))
         .status()
         .expect("mkfifo (coreutils)");
     assert!(status.success());
@@ -348,7 +348,7 @@ fn the_executors_cache_and_state_are_never_grantable() {
         grant(&ex, id, &dir);
         let listed = fs(&ex, id, json!([{"op": "list", "path": p(&dir)}]));
         assert_eq!(listed[0], json!({"ok": []}), "{dir:?}");
-        assert!(root.grant_of(NAMESPACE, &p(&dir)).is_dir());
+        assert!(ex.granted_path(&root, NAMESPACE, &p(&dir)).is_dir());
     }
     // A grant root that holds the cache, or lies inside it, is refused at start.
     let state = ScratchDir::new("state-overlap");

@@ -8,6 +8,7 @@ mod connections;
 mod grants;
 mod host_calls;
 mod inputs;
+mod quotas;
 mod resources;
 mod signals;
 mod time;

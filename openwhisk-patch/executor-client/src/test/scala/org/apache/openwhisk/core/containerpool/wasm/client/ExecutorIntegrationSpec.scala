@@ -308,8 +308,8 @@ class ExecutorIntegrationSpec extends AnyFlatSpec with Matchers with BeforeAndAf
       runOn(alice, JsObject("read_path" -> JsString("/data/secret.txt"))).fields.get("read") shouldBe Some(JsString("alice's"))
 
       // on the host, each lies beneath its namespace's directory of the root
-      new String(Files.readAllBytes(root.resolve("alice/data/secret.txt")), "UTF-8") shouldBe "alice's"
-      new String(Files.readAllBytes(root.resolve("bob/data/secret.txt")), "UTF-8") shouldBe "bob's"
+      new String(Files.readAllBytes(isolated.seen(root.resolve("alice/data/secret.txt"))), "UTF-8") shouldBe "alice's"
+      new String(Files.readAllBytes(isolated.seen(root.resolve("bob/data/secret.txt"))), "UTF-8") shouldBe "bob's"
       Seq(alice, bob).foreach(id => await(c.destroy(id)))
     } finally {
       isolated.stop()

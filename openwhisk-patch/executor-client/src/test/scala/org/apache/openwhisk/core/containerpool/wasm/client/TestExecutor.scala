@@ -89,6 +89,10 @@ object TestExecutor {
       Try(deleteTree(cacheDir))
     }
     def log: String = Try(new String(Files.readAllBytes(logFile), "UTF-8")).getOrElse("")
+
+    /** `path` as the executor sees it, through its root: in its own mount namespace each
+     *  namespace's grants are a filesystem of their own (quotas). */
+    def seen(path: Path): Path = Paths.get(s"/proc/${process.pid()}/root").resolve(path.toString.stripPrefix("/"))
   }
 
   /** Removes `p` and everything beneath it (nothing if it does not exist). */
