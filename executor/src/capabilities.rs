@@ -130,7 +130,7 @@ fn check_guest_path(requested: &str) -> Result<String, String> {
 }
 
 /// Opens the directory `name` in `parent` without following a symlink, creating it when absent.
-fn open_or_create(parent: &OwnedFd, name: &std::ffi::OsStr) -> Result<OwnedFd, String> {
+pub fn open_or_create(parent: &OwnedFd, name: &std::ffi::OsStr) -> Result<OwnedFd, String> {
     let shown = name.to_string_lossy();
     let open = || rustix::fs::openat(parent, name, DIR_FLAGS, Mode::empty());
     match open() {

@@ -23,7 +23,6 @@ use std::{
 use anyhow::Context;
 use rustix::{
     fs::{Mode, OFlags},
-    io::Errno,
     mount::{MountFlags, MountPropagationFlags},
 };
 
@@ -157,7 +156,9 @@ impl Enforced {
             Mode::empty(),
         )
         .with_context(|| format!("opening {}", self.root.display()))?;
-        let directory = namespace_directory(&root, namespace)?;
+        let directory = crate::capabilities::open_or_create(&root, namespace.as_ref())
+            .map_err(anyhow::Error::msg)
+            .context("the namespace's directory")?;
         let image_path = self.images.join(format!("{namespace}.ext4"));
         if !image_path.exists() {
             self.create_image(&image_path, &directory)?;
@@ -310,17 +311,6 @@ fn lock_images(images: &Path) -> anyhow::Result<File> {
         )
     })?;
     Ok(file)
-}
-
-/// `namespace`'s directory under `root`, created if missing and never reached through a symlink.
-fn namespace_directory(root: &OwnedFd, namespace: &str) -> anyhow::Result<OwnedFd> {
-    match rustix::fs::mkdirat(root, namespace, Mode::from_raw_mode(0o700)) {
-        Ok(()) | Err(Errno::EXIST) => {}
-        Err(e) => return Err(e).context("creating the namespace's directory"),
-    }
-    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    rustix::fs::openat(root, namespace, flags, Mode::empty())
-        .context("the namespace's directory is not a directory (a symlink is never followed)")
 }
 
 /// `mkfs.ext4`, found on PATH or where Debian keeps it (a service's PATH may lack sbin).
