@@ -29,7 +29,7 @@ build-wasmtime:
 
 # wasmer: LLVM for portable Wasm at /init and for wasm-precompile-wasmer (one cargo invocation,
 # so both share one compiled LLVM); the headless build has no compiler. scripts/wasmer.sh
-# installs Debian's LLVM 22 when missing. Binaries are kept as target/release/wasm-executor-wasmer*.
+# installs Debian's LLVM 22 when missing. The binaries are target/release/wasm-executor-wasmer*.
 build-wasmer:
 	scripts/wasmer.sh build
 
@@ -47,8 +47,8 @@ bench-wasmer:
 
 # WAMR: the executor runs portable Wasm on WAMR's fast interpreter and artifacts as AOT code (no
 # LLVM in it); wasm-precompile-wamr holds WAMR's AOT compiler (Debian's LLVM 19). scripts/wamr.sh
-# installs cmake, libclang-dev, libsimde-dev and llvm-19-dev when missing. The executor is kept
-# as target/release/wasm-executor-wamr.
+# installs cmake, libclang-dev, libsimde-dev and llvm-19-dev when missing. The executor is
+# target/release/wasm-executor-wamr.
 build-wamr:
 	scripts/wamr.sh build
 

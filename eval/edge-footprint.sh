@@ -29,7 +29,7 @@ mkdir -p "$out"
 
 [[ -f actions/dist/echo.wasm ]] || actions/build.sh echo
 for build in wasmtime wasmer wamr; do
-    [[ -x "$bin/wasm-executor-$build" ]] || die "$bin/wasm-executor-$build is missing: make build-$build (wasmtime: make build, then copy as make test does)"
+    [[ -x "$bin/wasm-executor-$build" ]] || die "$bin/wasm-executor-$build is missing: make build-$build"
 done
 
 step "binary sizes (stripped)"

@@ -70,7 +70,6 @@ actions/build.sh --native --variants hash
 
 step "executor (wasmtime), precompiler, wasm-bench"
 cargo build --release --locked
-cp "$bin/wasm-executor" "$bin/wasm-executor-wasmtime"
 
 for b in "${backend_list[@]}"; do
     if [[ $b != wasmtime ]]; then

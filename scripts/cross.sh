@@ -51,12 +51,10 @@ target_facts() {
     out="$TARGET_DIR/cross/$triple"
 }
 
-# features BACKEND: the executor's cargo features for a backend.
-features() {
+# package BACKEND: the executor's package (and binary) for a backend.
+package() {
     case "$1" in
-    wasmtime) echo "--features=wasm-executor/wasmtime" ;;
-    wasmer-headless) echo "--features=wasm-executor/wasmer-headless" ;;
-    wamr) echo "--features=wasm-executor/wamr" ;;
+    wasmtime | wasmer-headless | wamr) echo "wasm-executor-$1" ;;
     *) die "unknown backend '$1' (wasmtime, wasmer-headless, wamr, precompilers)" ;;
     esac
 }
@@ -84,41 +82,28 @@ build() {
             "$gnu-strip" -o "$out/wasm-precompile-wasmtime" "$CROSS_CARGO_DIR/$triple/release/wasm-precompile-wasmtime"
             continue
         fi
-        step "$triple: wasm-executor ($backend)"
-        cross_cargo build -p wasm-executor --no-default-features "$(features "$backend")"
-        "$gnu-strip" -o "$out/wasm-executor-$backend" "$CROSS_CARGO_DIR/$triple/release/wasm-executor"
+        step "$triple: $(package "$backend")"
+        cross_cargo build -p "$(package "$backend")"
+        "$gnu-strip" -o "$out/wasm-executor-$backend" "$CROSS_CARGO_DIR/$triple/release/$(package "$backend")"
     done
     step "$triple: built in $out"
     ls -l "$out"
 }
 
-# host_suite BACKEND: the path of this host's conformance test binary for BACKEND (built now
-# when missing, with the host precompiler its harness calls: artifacts for the board are made
-# here). wasmer headless is tested with the wasmer build's suite and precompiler.
+# host_suite BACKEND: the path of this host's conformance test binary (one for every backend;
+# built now when missing), with the host precompiler of BACKEND that its harness calls: artifacts
+# for the board are made here. wasmer headless uses the wasmer build's precompiler.
 host_suite() {
-    local features
     case "$1" in
     wasmtime)
-        features=()
         # The whole default build, as `make build` and scripts/test.sh make it: building the
         # precompiler alone would unify other features and compile wasmtime once more.
         cargo build --release --locked >&2
         ;;
-    wasmer-headless)
-        features=(-p wasm-executor --no-default-features --features wasm-executor/wasmer)
-        scripts/wasmer.sh build >&2
-        ;;
-    wamr)
-        features=(-p wasm-executor --no-default-features --features wasm-executor/wamr)
-        scripts/wamr.sh build >&2
-        ;;
+    wasmer-headless) scripts/wasmer.sh build >&2 ;;
+    wamr) scripts/wamr.sh build >&2 ;;
     esac
-    cargo test --release --locked "${features[@]}" --test conformance --no-run --message-format=json |
-        python3 -c 'import json, sys
-for line in sys.stdin:
-    m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "conformance" and m.get("executable"):
-        print(m["executable"])'
+    scripts/suite.sh path
 }
 
 test_suite() {
@@ -163,7 +148,7 @@ test_suite() {
 SKIPPED=(--skip hostile::resources
     --skip guest_execution::blocking_worker_execution_runs_actions_traps_and_time_limits
     --skip guest_execution::pool_execution_runs_actions_traps_and_time_limits)
-# The headless wasmer build refuses portable Wasm by design (executor/tests/wasmer checks the
+# The headless wasmer build refuses portable Wasm by design (executor/wasmer/tests checks the
 # refusal); the harness precompiles the modules it sends, but these tests send portable code in
 # other shapes (zipped, as text, by hand) or check the cache of compiled portable modules.
 HEADLESS_SKIPPED=(--skip artifacts::portable_modules_are_compiled_once_and_cached

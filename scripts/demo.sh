@@ -44,7 +44,7 @@ net_port=$(cat "$work/net-port")
 quota=(--dir-quota-mb 64)
 [[ $(id -u) -eq 0 ]] || quota=(--dir-quota-mb 0)
 echo "==> starting wasm-executor on 127.0.0.1:$port (${quota[*]})"
-RUST_LOG=${RUST_LOG:-info} target/release/wasm-executor \
+RUST_LOG=${RUST_LOG:-info} target/release/wasm-executor-wasmtime \
     --listen "127.0.0.1:$port" --state-dir "$work/state" "${quota[@]}" \
     --trusted-key "$work/operator.pub" --net-allow "127.0.0.1:$net_port" \
     2>"$work/executor.log" &

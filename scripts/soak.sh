@@ -17,7 +17,7 @@ bin="${CARGO_TARGET_DIR:-target}/release"
 case "$runtime" in
 wasmtime)
     cargo build --release --locked
-    executor="$bin/wasm-executor"
+    executor="$bin/wasm-executor-wasmtime"
     ;;
 wasmer)
     scripts/wasmer.sh build

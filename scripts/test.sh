@@ -70,8 +70,6 @@ guest_checks() {
 timed "guest actions (wasm32-wasip1): build, reproducibility, host checks" guest_checks
 
 timed "executor and precompiler (release, one target directory)" cargo build --release --locked
-# Other backends' builds overwrite target/release/wasm-executor: keep this one by name.
-cp "$bin/wasm-executor" "$bin/wasm-executor-wasmtime"
 
 # packing: the documented packing commands as actions/README.md, `make pack` and deploy/pi give
 # them: portable zips, and artifacts precompiled for this machine and signed with a fresh key.

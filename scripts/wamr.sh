@@ -4,12 +4,11 @@
 #
 #   scripts/wamr.sh deps          Debian packages: cmake, libclang-dev, libsimde-dev, llvm-19-dev
 #                                 (scripts/prerequisites.sh wamr)
-#   scripts/wamr.sh build         wasm-executor (WAMR) + wasm-precompile-wamr
+#   scripts/wamr.sh build         wasm-executor-wamr + wasm-precompile-wamr
 #   scripts/wamr.sh precompiler   wasm-precompile-wamr only
 #   scripts/wamr.sh test          lints, unit tests, conformance suite, WAMR tests
 #
-# The executor lands in target/release/wasm-executor (one target directory for all runtimes)
-# and is kept as target/release/wasm-executor-wamr. WAMR's sources come from the pinned
+# The binaries land in target/release (one target directory for all runtimes). WAMR's sources come from the pinned
 # wamrx-sys package cargo unpacks (README, "The WAMR build"); nothing is downloaded besides
 # crates and Debian packages.
 set -euo pipefail
@@ -17,7 +16,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 CARGO="${CARGO:-cargo}"
 OUT="${CARGO_TARGET_DIR:-target}/release"
-EXECUTOR=(-p wasm-executor --no-default-features --features wasm-executor/wamr)
+EXECUTOR=(-p wasm-executor-wamr)
 PRECOMPILER=(-p wasm-precompile-wamr)
 OTHERS=(-p wamr-profile -p wamr-source -p wamr-runtime-sys -p wamr-compiler-sys)
 
@@ -30,9 +29,8 @@ deps() {
 
 build() {
     deps
-    step "wamr: wasm-executor (fast interpreter + AOT loader) and wasm-precompile-wamr (LLVM 19)"
+    step "wamr: wasm-executor-wamr (fast interpreter + AOT loader) and wasm-precompile-wamr (LLVM 19)"
     "$CARGO" build --release --locked "${EXECUTOR[@]}" "${PRECOMPILER[@]}"
-    cp "$OUT/wasm-executor" "$OUT/wasm-executor-wamr"
 }
 
 precompiler() {
@@ -48,9 +46,9 @@ test_all() {
     build
     step "wamr: lints"
     "$CARGO" clippy --release --locked --all-targets "${EXECUTOR[@]}" "${PRECOMPILER[@]}" "${OTHERS[@]}" -- -D warnings
-    step "wamr: unit tests, conformance suite, WAMR tests"
+    step "wamr: unit tests, WAMR tests"
     "$CARGO" test --release --locked "${EXECUTOR[@]}" "${PRECOMPILER[@]}" -p wamr-profile
-    cp "$OUT/wasm-executor" "$OUT/wasm-executor-wamr"
+    scripts/suite.sh run "$OUT/wasm-executor-wamr"
 }
 
 case "${1:-}" in

@@ -3,23 +3,25 @@
 # (build-wasmer, build-wasmer-headless, precompiler-wasmer, test-wasmer) and by scripts/test.sh.
 #
 #   scripts/wasmer.sh deps            Debian packages for LLVM 22 (scripts/prerequisites.sh wasmer)
-#   scripts/wasmer.sh build           wasm-executor (wasmer, LLVM) + wasm-precompile-wasmer
-#   scripts/wasmer.sh build-headless  wasm-executor without a compiler (artifacts only)
+#   scripts/wasmer.sh build           wasm-executor-wasmer (LLVM) + wasm-precompile-wasmer
+#   scripts/wasmer.sh build-headless  wasm-executor-wasmer-headless (no compiler, artifacts only)
 #   scripts/wasmer.sh test            both builds: lints, unit tests, conformance suite, wasmer tests
 #
-# Every build lands in target/release/wasm-executor (one target directory for all runtimes);
-# each is kept as target/release/wasm-executor-wasmer[-headless]. The executor, the precompiler
-# and eval's wasmer-metering are built in one cargo invocation so they share one feature
-# resolution, hence one compiled wasmer and LLVM (a separate build of either would compile
-# LLVM's bindings again, minutes on 2 cores).
+# The binaries land in target/release (one target directory for all runtimes). The executor, the
+# precompiler and eval's wasmer-metering are built in one cargo invocation so they share one
+# feature resolution, hence one compiled wasmer and LLVM (a separate build of either would
+# compile LLVM's bindings again, minutes on 2 cores). The headless build is an invocation of
+# its own: its wasmer has no compiler.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 export LLVM_SYS_221_PREFIX="${LLVM_SYS_221_PREFIX:-/usr/lib/llvm-22}"
 CARGO="${CARGO:-cargo}"
 OUT="${CARGO_TARGET_DIR:-target}/release"
-FULL=(-p wasm-executor -p wasm-precompile-wasmer -p wasmer-profile -p wasmer-metering --no-default-features --features wasm-executor/wasmer)
-HEADLESS=(-p wasm-executor --no-default-features --features wasmer-headless)
+FULL=(-p wasm-executor-wasmer -p wasm-precompile-wasmer -p wasmer-profile -p wasmer-metering --features wasm-executor-wasmer/llvm)
+HEADLESS=(-p wasm-executor-wasmer-headless)
+# The wasmer tests against the headless executor: the backend's test crate without LLVM.
+HEADLESS_TESTS=(-p wasm-executor-wasmer --features headless --test wasmer)
 
 # shellcheck source=scripts/common.sh
 source scripts/common.sh
@@ -31,15 +33,13 @@ deps() {
 
 build() {
     deps
-    step "wasmer: wasm-executor (LLVM) and wasm-precompile-wasmer"
+    step "wasmer: wasm-executor-wasmer (LLVM) and wasm-precompile-wasmer"
     "$CARGO" build --release --locked "${FULL[@]}"
-    cp "$OUT/wasm-executor" "$OUT/wasm-executor-wasmer"
 }
 
 build_headless() {
-    step "wasmer: headless wasm-executor"
+    step "wasmer: wasm-executor-wasmer-headless"
     "$CARGO" build --release --locked "${HEADLESS[@]}"
-    cp "$OUT/wasm-executor" "$OUT/wasm-executor-wasmer-headless"
 }
 
 test_all() {
@@ -50,13 +50,15 @@ test_all() {
     build
     step "wasmer: lints"
     "$CARGO" clippy --release --locked --all-targets "${FULL[@]}" -- -D warnings
-    step "wasmer: unit tests, conformance suite, wasmer tests"
+    step "wasmer: unit tests, wasmer tests"
     "$CARGO" test --release --locked "${FULL[@]}"
-    cp "$OUT/wasm-executor" "$OUT/wasm-executor-wasmer"
+    scripts/suite.sh run "$OUT/wasm-executor-wasmer"
+    build_headless
     step "wasmer headless: lints and tests"
     "$CARGO" clippy --release --locked --all-targets "${HEADLESS[@]}" -- -D warnings
-    "$CARGO" test --release --locked "${HEADLESS[@]}" --test wasmer
-    cp "$OUT/wasm-executor" "$OUT/wasm-executor-wasmer-headless"
+    "$CARGO" clippy --release --locked "${HEADLESS_TESTS[@]}" -- -D warnings
+    WASM_EXECUTOR_BIN="$OUT/wasm-executor-wasmer-headless" \
+        "$CARGO" test --release --locked "${HEADLESS_TESTS[@]}"
 }
 
 case "${1:-}" in

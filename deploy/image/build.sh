@@ -64,7 +64,6 @@ done
 if [[ -z "$executor" ]]; then
     bin="${CARGO_TARGET_DIR:-$root/target}/release"
     executor="$bin/wasm-executor-wasmtime"
-    [[ -f "$executor" ]] || executor="$bin/wasm-executor"
 fi
 [[ -f "$executor" ]] || die "$executor: no such file (build it first: make build)"
 executor="$(realpath "$executor")"

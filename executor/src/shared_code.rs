@@ -105,6 +105,11 @@ impl<T> SharedCode<T> {
     pub fn len(&self) -> usize {
         self.index.maps().iter().map(HashTable::len).sum()
     }
+
+    /// Whether no upload is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// Bodies from this size on arrive in several reads, which the HTTP layer joins into a buffer

@@ -10,11 +10,12 @@ pub mod code;
 #[path = "../../executor/src/backend/poll.rs"]
 pub mod poll;
 
-/// wasmer's WASI: the errno type and the guest-memory decoding (its `super::abi`).
-#[path = "../../executor/src/backend/wasmer/wasi/abi.rs"]
+/// The executor's own WASI (wasmer's): the errno type and the guest-memory decoding (its
+/// `super::abi`).
+#[path = "../../executor/src/backend/wasi/abi.rs"]
 pub mod abi;
 
-#[path = "../../executor/src/backend/wasmer/wasi/guest.rs"]
+#[path = "../../executor/src/backend/wasi/guest.rs"]
 pub mod guest;
 
 /// The host-call bounds `guest` applies (its `crate::backend::host_limits`).

@@ -33,7 +33,7 @@ use crate::{
 #[derive(Debug, Args)]
 pub struct SoakArgs {
     /// The executor binary (started and stopped by the run).
-    #[arg(long, default_value = "target/release/wasm-executor")]
+    #[arg(long, default_value = "target/release/wasm-executor-wasmtime")]
     executor: PathBuf,
     /// Directory of the built actions (`echo`, `add`, `filesys`, `hostile`).
     #[arg(long, default_value = "actions/dist")]

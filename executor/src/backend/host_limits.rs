@@ -2,18 +2,10 @@
 //! call holds a thread, or memory outside the guest's limit, for long.
 
 /// Most iovecs one read or write takes (POSIX's `IOV_MAX` on Linux); more is `EINVAL`.
-#[cfg_attr(
-    feature = "wasmtime",
-    allow(dead_code, reason = "wasmtime-wasi bounds its own")
-)]
 pub const MAX_IOVECS: u32 = 1024;
 
 /// Most bytes one read or write moves; longer requests are served partially, which every WASI
 /// read/write caller already handles.
-#[cfg_attr(
-    feature = "wasmtime",
-    allow(dead_code, reason = "wasmtime-wasi bounds its own")
-)]
 pub const MAX_IO_BYTES: u32 = 16 << 20;
 
 /// Random bytes produced between two checks of the deadline (and, on an async worker, two
@@ -25,8 +17,4 @@ pub const RANDOM_CHUNK: usize = 1 << 20;
 pub const MAX_OPEN_DESCRIPTORS: usize = 256;
 
 /// What the guest may open itself: [`MAX_OPEN_DESCRIPTORS`] less stdio and the preopen.
-#[cfg_attr(
-    feature = "wasmer-runtime",
-    allow(dead_code, reason = "wasmer's own WASI counts every slot")
-)]
 pub const MAX_GUEST_OPENED: usize = MAX_OPEN_DESCRIPTORS - 4;

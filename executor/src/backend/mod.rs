@@ -1,5 +1,5 @@
-//! The seam between the executor and a Wasm runtime. Exactly one backend is compiled in, chosen
-//! by cargo feature; the rest of the executor only sees [`Backend`] through [`ActiveBackend`].
+//! The seam between the executor and a Wasm runtime: the [`Backend`] trait each runtime's crate
+//! implements, what it is given and what it reports, and the host-side helpers backends share.
 
 use std::{future::Future, path::PathBuf, sync::Arc, time::Instant};
 
@@ -8,62 +8,12 @@ use wasm_artifact::{Envelope, RuntimeId};
 
 use crate::{capabilities::GrantedDir, logs::OutputCapture, net::HttpGetter, pool::CpuSlot};
 
-// The headless wasmer build compiles nothing, so it has nothing to cache.
-#[cfg(not(feature = "wasmer-headless"))]
-// The WAMR backend interprets portable modules: it compiles nothing, so it has nothing to cache.
-#[cfg(not(feature = "wamr"))]
 pub mod disk_cache;
 pub mod host_limits;
-#[cfg(any(feature = "wasmtime", feature = "wamr"))]
-mod opened;
-
-// Exactly one runtime per build: none is an error, and so is every pair. `wasmer` and
-// `wasmer-headless` are two builds of one backend (`wasmer-runtime` is what they share).
-#[cfg(not(any(
-    feature = "wasmtime",
-    feature = "wasmer",
-    feature = "wasmer-headless",
-    feature = "wamr"
-)))]
-compile_error!(
-    "enable exactly one runtime backend feature: `wasmtime`, `wasmer`, `wasmer-headless` or `wamr`"
-);
-#[cfg(all(feature = "wasmtime", feature = "wasmer-runtime"))]
-compile_error!(
-    "the features `wasmtime` and `wasmer`/`wasmer-headless` are exclusive: enable one runtime backend"
-);
-#[cfg(all(feature = "wasmtime", feature = "wamr"))]
-compile_error!("the features `wasmtime` and `wamr` are exclusive: enable one runtime backend");
-#[cfg(all(feature = "wasmer-runtime", feature = "wamr"))]
-compile_error!(
-    "the features `wasmer`/`wasmer-headless` and `wamr` are exclusive: enable one runtime backend"
-);
-#[cfg(all(feature = "wasmer", feature = "wasmer-headless"))]
-compile_error!(
-    "the features `wasmer` and `wasmer-headless` are exclusive: pick the build with or without a compiler"
-);
-
-// The shared `poll_oneoff` and the unblocking of host calls serve the backends whose WASI the
-// executor provides or completes; WAMR's own WASI wakes blocked calls itself.
-#[cfg(not(feature = "wamr"))]
-mod poll;
-#[cfg(not(feature = "wamr"))]
-mod unblock;
-
-#[cfg(feature = "wasmtime")]
-mod wasmtime;
-#[cfg(feature = "wasmtime")]
-pub use self::wasmtime::WasmtimeBackend as ActiveBackend;
-
-#[cfg(feature = "wasmer-runtime")]
-mod wasmer;
-#[cfg(feature = "wasmer-runtime")]
-pub use self::wasmer::WasmerBackend as ActiveBackend;
-
-#[cfg(feature = "wamr")]
-mod wamr;
-#[cfg(feature = "wamr")]
-pub use self::wamr::WamrBackend as ActiveBackend;
+pub mod opened;
+pub mod poll;
+pub mod unblock;
+pub mod wasi;
 
 /// The most elements any table of a guest may have, on every backend: compilers emit one table
 /// of function pointers sized by the program's indirect calls, and 64 Ki covers large Rust and
@@ -82,18 +32,10 @@ pub struct BackendSettings {
     pub max_instances: usize,
     /// Fewer would not serve the executor's slots (`--max-concurrent`, plus one guest on its
     /// task in async execution).
-    #[cfg_attr(
-        not(feature = "wasmtime"),
-        allow(dead_code, reason = "only wasmtime reserves its instances up front")
-    )]
     pub min_instances: usize,
     /// The largest memory limit any container may have, in bytes.
     pub max_memory_bytes: u64,
     /// The runtime that drives the timers and sockets of guests on blocking threads.
-    #[cfg_attr(
-        not(feature = "wasmtime"),
-        allow(dead_code, reason = "only wasmtime's guests are futures")
-    )]
     pub host_io: tokio::runtime::Handle,
 }
 
@@ -156,8 +98,6 @@ pub enum PrepareError {
     #[error("the module has no exported function `{0}` to use as the entry point")]
     MissingEntry(String),
     #[error("internal error while preparing the module: {0:#}")]
-    // wasmer's prepare has no failure of its own that is not the module's.
-    #[cfg_attr(feature = "wasmer-runtime", allow(dead_code))]
     Internal(anyhow::Error),
 }
 
@@ -173,10 +113,6 @@ pub fn missing_import_hint(module: &str, name: &str) -> &'static str {
 /// How a build treats portable Wasm: compiled to native code (and cached on disk),
 /// interpreted (nothing to cache), or refused (a headless build runs precompiled code only).
 #[derive(Debug, Clone, Copy)]
-#[allow(
-    dead_code,
-    reason = "every build constructs only its own backend's variant"
-)]
 pub enum PortableModules {
     Compiled,
     Interpreted,
@@ -207,6 +143,10 @@ pub trait Backend: Send + Sync + Sized + 'static {
 
     /// What this build does with portable Wasm at /init, as `GET /health` reports it.
     const PORTABLE_MODULES: PortableModules;
+
+    /// Whether guests can run as futures on the request's task (`--guest-execution async`),
+    /// suspended while they wait; else they run on the pool.
+    const SUSPENDS_GUESTS: bool = false;
 
     fn new(settings: &BackendSettings) -> anyhow::Result<Self>;
 

@@ -33,10 +33,6 @@ pub struct Subscription {
     /// For a clock: when it fires.
     pub due: Option<Instant>,
     /// For a descriptor: its number.
-    #[cfg_attr(
-        not(feature = "wasmer-runtime"),
-        allow(dead_code, reason = "only wasmer's own WASI can check a descriptor")
-    )]
     pub fd: u32,
 }
 
@@ -121,10 +117,6 @@ pub fn wake_up(subs: &[Subscription], deadline: Instant) -> WakeUp {
 /// Waits until the earliest subscription fires, or until `deadline` if that is sooner, calling
 /// `sleep_until` only when there is something to wait for (a caller that holds a CPU slot gives
 /// it back inside `sleep_until`, so polls that answer at once keep it).
-#[cfg_attr(
-    not(feature = "wasmer-runtime"),
-    allow(dead_code, reason = "wasmtime suspends its guests instead")
-)]
 pub fn wait(subs: &[Subscription], deadline: Instant, sleep_until: impl FnOnce(Instant)) -> Waited {
     match wake_up(subs, deadline) {
         WakeUp::Now => Waited::At(Instant::now()),
@@ -140,10 +132,6 @@ pub fn wait(subs: &[Subscription], deadline: Instant, sleep_until: impl FnOnce(I
 }
 
 /// Sleeps this thread until `at`.
-#[cfg_attr(
-    not(feature = "wasmer-runtime"),
-    allow(dead_code, reason = "wasmtime suspends its guests instead")
-)]
 pub fn sleep_until(at: Instant) {
     std::thread::sleep(at.saturating_duration_since(Instant::now()));
 }

@@ -44,7 +44,7 @@ object TestExecutor {
       require(Files.isExecutable(path), s"WASM_EXECUTOR_BIN=$p is not an executable file")
       path
     case None =>
-      val candidates = Seq("release", "debug").map(p => repoRoot.resolve(s"target/$p/wasm-executor"))
+      val candidates = Seq("release", "debug").map(p => repoRoot.resolve(s"target/$p/wasm-executor-wasmtime"))
       candidates.find(Files.isExecutable(_)).getOrElse {
         throw new IllegalStateException(
           s"no wasm-executor binary: tried ${candidates.mkString(", ")}; build it with " +

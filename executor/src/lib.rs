@@ -1,0 +1,29 @@
+//! The executor as a library, generic over the Wasm runtime: the OpenWhisk action-container API,
+//! containers, grants, limits and logs. Each runtime's binary (`wasm-executor-wasmtime`,
+//! `-wasmer`, `-wasmer-headless`, `-wamr`) implements [`backend::Backend`] and calls
+//! [`run`].
+
+pub mod api;
+pub mod backend;
+pub mod capabilities;
+pub mod code;
+pub mod config;
+pub mod guard;
+pub mod host_io;
+pub mod logs;
+pub mod loop_device;
+pub mod metrics;
+pub mod namespace_volumes;
+pub mod net;
+pub mod outcome;
+pub mod pool;
+pub mod protocol;
+pub mod registry;
+pub mod server;
+pub mod service;
+pub mod shared_code;
+pub mod startup;
+pub mod state;
+pub mod tenants;
+
+pub use startup::run;

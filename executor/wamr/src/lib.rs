@@ -1,0 +1,290 @@
+//! The WAMR backend: an upload's module is loaded once — portable Wasm for WAMR's fast
+//! interpreter, or an AOT module from `wasm-precompile-wamr` — and shared by all containers of
+//! that upload and all of their runs; every /run instantiates it afresh on its worker thread,
+//! calls the entry point under the watchdog, and destroys the instance. All WAMR calls go
+//! through `ffi`, the only unsafe code.
+
+#![deny(unsafe_code)]
+
+mod ffi;
+mod host;
+mod watchdog;
+
+use std::{fs::File, os::fd::AsFd, sync::Arc};
+
+use anyhow::{Context, bail};
+use wasm_artifact::RuntimeId;
+
+use self::{
+    ffi::{
+        CallOutcome, ExportKind, Instance, InstanceConfig, LoadedModule, ModuleKind, ParamsFile,
+        ThreadEnv,
+    },
+    host::HostState,
+    watchdog::Watchdog,
+};
+use wasm_executor::backend::{
+    Activation, Backend, BackendSettings, GuestExit, ModuleSpec, PortableModules, PrepareError,
+    PrepareInput, missing_import_hint,
+};
+use wasm_executor::{net, pool::CpuSlot};
+
+/// The interpreter's operand and frame stack per instance. 512 KiB takes large Rust and C
+/// programs through deep call chains; it is reserved per instance but only touched pages count.
+const INTERPRETER_STACK_BYTES: u32 = 512 << 10;
+
+/// Exports WAMR calls by itself while instantiating, where the watchdog cannot reach them yet.
+const POST_INSTANTIATE_EXPORTS: [&str; 3] =
+    ["_initialize", "__post_instantiate", "__wasm_call_ctors"];
+
+// The WAMR profile (shared with the precompiler) holds tables to the executor's maximum.
+const _: () =
+    assert!(wamr_profile::MAX_TABLE_ELEMENTS == wasm_executor::backend::MAX_TABLE_ELEMENTS);
+
+pub struct WamrBackend {
+    watchdog: Watchdog,
+    /// The profile tag AOT payloads must carry (see `wamr-profile`).
+    tag: String,
+    /// The CPU model of this architecture's AOT code; a payload's CPU features are checked
+    /// against this machine's.
+    cpu: &'static wamr_profile::CpuModel,
+    /// WASI's stdout and stderr descriptors: never written, since `fd_write` to them is captured,
+    /// but the guest may query them.
+    null_output: File,
+}
+
+/// A container's module: its upload's loaded module, the imports checked against the
+/// container's grants and the entry point resolved.
+pub struct PreparedModule {
+    module: Arc<LoadedModule>,
+    entry: String,
+    spec: ModuleSpec,
+}
+
+impl Backend for WamrBackend {
+    type Code = LoadedModule;
+    type Module = PreparedModule;
+
+    const RUNTIME: RuntimeId = RuntimeId::Wamr;
+
+    const PORTABLE_MODULES: PortableModules = PortableModules::Interpreted;
+
+    fn new(settings: &BackendSettings) -> anyhow::Result<Self> {
+        let version = wamr_runtime_sys::WAMR_VERSION;
+        if version != RuntimeId::Wamr.locked_version() {
+            bail!(
+                "this executor is built from WAMR {version} ({}), but artifacts are labelled WAMR {}; update the wamrx-sys entry in artifact/build.rs",
+                wamr_runtime_sys::WAMR_SOURCES,
+                RuntimeId::Wamr.locked_version()
+            );
+        }
+        ffi::init_process()?;
+        let watchdog = Watchdog::start()?;
+        let null_output = File::options()
+            .write(true)
+            .open("/dev/null")
+            .context("opening /dev/null for the guests' stdio")?;
+        let target = wamr_profile::TargetProfile::this_machine()?;
+        let tag = wamr_profile::profile_tag(version, target);
+        let native = wamr_profile::CodeCpu::with_optional(target.cpu, wamr_profile::cpu::host_has);
+        tracing::info!(
+            %tag,
+            runs = %native,
+            sources = wamr_runtime_sys::WAMR_SOURCES,
+            max_instances = settings.max_instances,
+            max_memory_mb = settings.max_memory_bytes >> 20,
+            "WAMR runtime ready: portable modules on the fast interpreter, precompiled ones as AOT code"
+        );
+        // Portable modules are interpreted, not compiled, so there is nothing to cache.
+        tracing::debug!(cache_dir = %settings.cache_dir.display(), max_cache_bytes = settings.max_cache_bytes, "the WAMR backend keeps no compile cache");
+        Ok(WamrBackend {
+            watchdog,
+            tag,
+            cpu: target.cpu,
+            null_output,
+        })
+    }
+
+    fn load(&self, input: PrepareInput<'_>) -> Result<LoadedModule, PrepareError> {
+        let (code, expected) = match input {
+            PrepareInput::Portable { wasm, sha256 } => {
+                tracing::debug!(sha256, "portable module for the fast interpreter");
+                if wamr_profile::declares_start_function(wasm) {
+                    return Err(PrepareError::Invalid(
+                        "the module declares a start function; WAMR runs it while instantiating, where the time limit cannot reach it, \
+                         so this executor does not accept such modules"
+                            .into(),
+                    ));
+                }
+                wamr_profile::check_tables(wasm).map_err(PrepareError::Invalid)?;
+                (wasm, ModuleKind::Bytecode)
+            }
+            PrepareInput::Precompiled(envelope) => {
+                let (aot, code) = wamr_profile::unwrap(
+                    &self.tag,
+                    self.cpu,
+                    wamr_profile::cpu::host_has,
+                    &envelope.payload,
+                )
+                .map_err(|e| PrepareError::Invalid(e.to_string()))?;
+                tracing::debug!(%code, "AOT module for this machine's CPU");
+                (aot, ModuleKind::Aot)
+            }
+        };
+        ffi::with_thread_env(|env| load_checked(env, code, expected))
+            .map_err(|e| PrepareError::Internal(anyhow::anyhow!(e)))?
+    }
+
+    fn link(
+        &self,
+        code: &Arc<LoadedModule>,
+        spec: &ModuleSpec,
+    ) -> Result<PreparedModule, PrepareError> {
+        check_imports(code, spec)?;
+        let entry = resolve_entry(code, spec.entry.as_deref())?;
+        tracing::debug!(kind = ?code.kind(), %entry, "module linked");
+        Ok(PreparedModule {
+            module: Arc::clone(code),
+            entry,
+            spec: spec.clone(),
+        })
+    }
+
+    fn run(&self, module: &PreparedModule, activation: &Activation, cpu: CpuSlot) -> GuestExit {
+        ffi::with_thread_env(|env| self.run_here(env, module, activation, cpu))
+            .unwrap_or_else(GuestExit::HostFailure)
+    }
+}
+
+impl WamrBackend {
+    /// One activation, on the calling worker thread.
+    fn run_here(
+        &self,
+        env: &ThreadEnv,
+        module: &PreparedModule,
+        activation: &Activation,
+        cpu: CpuSlot,
+    ) -> GuestExit {
+        let host = HostState::new(
+            Arc::clone(&activation.output),
+            module.spec.net.clone(),
+            activation.deadline,
+            module.spec.memory_limit_bytes,
+            cpu,
+        );
+        let stdin = match ParamsFile::new(activation.params.as_bytes()) {
+            Ok(stdin) => stdin,
+            Err(error) => {
+                return GuestExit::HostFailure(format!("creating the guest's stdin: {error}"));
+            }
+        };
+        let argv = [activation.program_name.as_str(), activation.params.as_str()];
+        // The directory opened at /init, by its descriptor: no path is looked up again.
+        let config = InstanceConfig {
+            argv: &argv,
+            env: &activation.env,
+            dir: module
+                .spec
+                .dir
+                .as_deref()
+                .map(|dir| (dir.guest_path(), dir.fd())),
+            stdin: stdin.fd(),
+            stdout: self.null_output.as_fd(),
+            stderr: self.null_output.as_fd(),
+            stack_bytes: INTERPRETER_STACK_BYTES,
+        };
+        let instance = match Instance::new(env, &module.module, &host, &config) {
+            Ok(instance) => instance,
+            Err(_) if host.memory_exceeded() => return GuestExit::MemoryExhausted,
+            Err(error) => return GuestExit::Trapped(format!("instantiation failed: {error}")),
+        };
+        // WAMR never lowers a module's initial memory to the container's limit: refuse here,
+        // as an instantiation beyond the limit.
+        if instance
+            .memory_bytes()
+            .is_some_and(|bytes| bytes > host.memory_limit_bytes())
+        {
+            return GuestExit::MemoryExhausted;
+        }
+        let watch = self
+            .watchdog
+            .watch(activation.deadline, instance.terminator());
+        let outcome = instance.call(&module.entry);
+        let timed_out = watch.fired();
+        drop(watch);
+        match outcome {
+            CallOutcome::Returned(code) => GuestExit::Exited(code.unwrap_or(0)),
+            CallOutcome::Failed(_) if timed_out => GuestExit::TimedOut,
+            CallOutcome::Failed(message) if message.contains("wasi proc exit") => {
+                // WASI exit codes are u32; OpenWhisk reports them like a process status.
+                GuestExit::Exited(instance.wasi_exit_code() as i32)
+            }
+            CallOutcome::Failed(_) if host.memory_exceeded() => GuestExit::MemoryExhausted,
+            CallOutcome::Failed(message) => {
+                GuestExit::Trapped(message.trim_start_matches("Exception: ").to_owned())
+            }
+        }
+    }
+}
+
+/// Loads `code` and checks that it is of the kind expected. Runs on a pool thread.
+fn load_checked(
+    env: &ThreadEnv,
+    code: &[u8],
+    expected: ModuleKind,
+) -> Result<LoadedModule, PrepareError> {
+    let module = LoadedModule::load(env, code).map_err(|error| {
+        PrepareError::Invalid(match expected {
+            ModuleKind::Bytecode => format!("the module does not compile: {error}"),
+            ModuleKind::Aot => format!("the artifact does not load in this executor: {error}"),
+        })
+    })?;
+    if module.kind() != expected {
+        return Err(PrepareError::Invalid(
+            "the artifact's payload is not a WAMR AOT module; precompile it with wasm-precompile-wamr".into(),
+        ));
+    }
+    tracing::debug!(kind = ?module.kind(), "module loaded into WAMR");
+    Ok(module)
+}
+
+/// Names the first import this container does not provide, with a hint when an annotation
+/// would. WAMR resolves imports against all registered natives, so the `openwhisk` ones, which
+/// exist for every module, are refused here without `net_access`.
+fn check_imports(module: &LoadedModule, spec: &ModuleSpec) -> Result<(), PrepareError> {
+    for import in module.imports() {
+        let net_refused = import.module == net::IMPORT_MODULE && spec.net.is_none();
+        if !import.linked || net_refused {
+            let hint = missing_import_hint(&import.module, &import.name);
+            return Err(PrepareError::MissingImport {
+                module: import.module,
+                name: import.name,
+                hint,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The export to call: `_start` unless `main` names another exported function. Modules with
+/// functions WAMR would run during instantiation are refused (see the start-function check).
+fn resolve_entry(module: &LoadedModule, requested: Option<&str>) -> Result<String, PrepareError> {
+    let exports = module.exports();
+    if let Some(export) = exports
+        .iter()
+        .find(|e| POST_INSTANTIATE_EXPORTS.contains(&e.name.as_str()))
+    {
+        return Err(PrepareError::Invalid(format!(
+            "the module exports `{}`, which WAMR runs while instantiating, where the time limit cannot reach it",
+            export.name
+        )));
+    }
+    let name = requested.unwrap_or("_start");
+    match exports.iter().find(|e| e.name == name).map(|e| e.kind) {
+        Some(ExportKind::Func { params: 0 }) => Ok(name.to_owned()),
+        Some(ExportKind::Func { .. }) => Err(PrepareError::Invalid(format!(
+            "the entry point `{name}` must take no parameters"
+        ))),
+        _ => Err(PrepareError::MissingEntry(name.to_owned())),
+    }
+}

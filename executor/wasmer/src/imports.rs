@@ -1,0 +1,82 @@
+//! Resolves a module's imports against what this executor provides: WASI preview 1 always,
+//! `openwhisk::http_get`/`http_read` only with `net_access`. Checked once at /init (names and
+//! types, so a module that cannot link is refused there), built per activation for its store.
+
+use std::{sync::Arc, time::Instant};
+
+use wasmer::{Engine, ExternType, FunctionEnv, Imports, Module, Store};
+
+use super::{deadline::RunClock, host::RunEnv, http_import, wasi};
+use wasm_executor::{
+    backend::{PrepareError, missing_import_hint},
+    net::IMPORT_MODULE,
+    pool::CpuSlot,
+};
+
+/// The host function for `module::name`, when this container provides it.
+fn provide(
+    store: &mut Store,
+    env: &FunctionEnv<RunEnv>,
+    module: &str,
+    name: &str,
+    net: bool,
+) -> Option<wasmer::Function> {
+    match module {
+        wasi::MODULE => wasi::function(store, env, name),
+        IMPORT_MODULE if net => http_import::function(store, env, name),
+        _ => None,
+    }
+}
+
+/// Refuses a module importing anything this container does not provide, or with another type.
+pub fn check(engine: &Engine, module: &Module, net: bool) -> Result<(), PrepareError> {
+    let mut store = Store::new(engine.clone());
+    let env = FunctionEnv::new(
+        &mut store,
+        RunEnv {
+            memory: None,
+            wasi: wasi::WasiCtx::probe(),
+            net: None,
+            held: Default::default(),
+            clock: Arc::new(RunClock::new(Instant::now())),
+            cpu: CpuSlot::detached(),
+        },
+    );
+    for import in module.imports() {
+        let missing = || PrepareError::MissingImport {
+            module: import.module().to_owned(),
+            name: import.name().to_owned(),
+            hint: missing_import_hint(import.module(), import.name()),
+        };
+        let ExternType::Function(wanted) = import.ty() else {
+            return Err(missing());
+        };
+        let func =
+            provide(&mut store, &env, import.module(), import.name(), net).ok_or_else(missing)?;
+        let provided = func.ty(&store);
+        if &provided != wanted {
+            return Err(PrepareError::Invalid(format!(
+                "the module imports `{}::{}` with type {wanted}, but this executor provides {provided}",
+                import.module(),
+                import.name()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The imports of one activation, bound to its store and environment.
+pub fn build(
+    store: &mut Store,
+    env: &FunctionEnv<RunEnv>,
+    module: &Module,
+    net: bool,
+) -> Result<Imports, String> {
+    let mut imports = Imports::new();
+    for import in module.imports() {
+        let func = provide(store, env, import.module(), import.name(), net)
+            .ok_or_else(|| format!("`{}::{}` is not provided", import.module(), import.name()))?;
+        imports.define(import.module(), import.name(), func);
+    }
+    Ok(imports)
+}

@@ -1,0 +1,274 @@
+//! The wasmer backend: modules compiled with LLVM at /init (or loaded from our cache, or
+//! deserialized from a verified artifact), checked against the imports a container provides;
+//! a fresh `Store` and instance per /run, a watchdog for the time limit (see `deadline.rs`),
+//! and memory-limiting tunables. The headless build has no compiler and takes artifacts only.
+
+#[cfg(all(feature = "llvm", feature = "headless"))]
+compile_error!(
+    "the features `llvm` and `headless` are exclusive: pick the build with or without a compiler"
+);
+#[cfg(not(any(feature = "llvm", feature = "headless")))]
+compile_error!(
+    "enable `llvm` (wasm-executor-wasmer) or `headless` (wasm-executor-wasmer-headless)"
+);
+
+mod deadline;
+mod engine;
+mod host;
+mod http_import;
+mod imports;
+mod memory;
+#[cfg(target_arch = "aarch64")]
+mod soft_float;
+mod wasi;
+
+use std::sync::Arc;
+
+use wasm_artifact::RuntimeId;
+use wasmer::{
+    Engine, ExportType, ExternType, FunctionEnv, Instance, InstantiationError, Module,
+    RuntimeError, Store, Value,
+};
+
+use self::{
+    deadline::{RunClock, Watchdog},
+    host::{HostStop, RunEnv},
+    memory::MemoryBudget,
+    wasi::WasiCtx,
+};
+use wasm_executor::backend::{
+    Activation, Backend, BackendSettings, GuestExit, ModuleSpec, PortableModules, PrepareError,
+    PrepareInput,
+};
+use wasm_executor::pool::CpuSlot;
+
+pub struct WasmerBackend {
+    unblocker: wasm_executor::backend::unblock::Unblocker,
+    #[cfg(feature = "llvm")]
+    cache: wasm_executor::backend::disk_cache::DiskCache,
+    watchdog: Watchdog,
+}
+
+/// A loaded module with its own engine: wasmer frees machine code only with the engine that
+/// loaded it, so each upload's module has one and its code goes with the last container that
+/// holds it (one engine for the process would keep the code of every module ever loaded: a
+/// tenant that creates and destroys containers would grow the executor without bound).
+pub struct LoadedCode {
+    module: Module,
+    engine: Engine,
+}
+
+/// A container's module: its shared code, entry point and what the container grants it.
+pub struct PreparedModule {
+    code: Arc<LoadedCode>,
+    entry: String,
+    spec: ModuleSpec,
+}
+
+impl Backend for WasmerBackend {
+    type Code = LoadedCode;
+    type Module = PreparedModule;
+
+    const RUNTIME: RuntimeId = RuntimeId::Wasmer;
+
+    #[cfg(feature = "llvm")]
+    const PORTABLE_MODULES: PortableModules = PortableModules::Compiled;
+    #[cfg(not(feature = "llvm"))]
+    const PORTABLE_MODULES: PortableModules = PortableModules::Refused;
+
+    fn new(settings: &BackendSettings) -> anyhow::Result<Self> {
+        deadline::accept_only_own_interrupts(&engine::build())?;
+        let watchdog = Watchdog::start()?;
+        // Instances are allocated on demand (no pool to size); the memory limit is per container.
+        tracing::info!(
+            compiler = engine::HAS_COMPILER,
+            max_instances = settings.max_instances,
+            max_memory_mb = settings.max_memory_bytes >> 20,
+            "wasmer engine ready"
+        );
+        // The headless build compiles nothing, so it has no cache directory to use.
+        #[cfg(not(feature = "llvm"))]
+        let _unused = (&settings.cache_dir, settings.max_cache_bytes);
+        Ok(WasmerBackend {
+            unblocker: wasm_executor::backend::unblock::Unblocker::start()?,
+            #[cfg(feature = "llvm")]
+            cache: wasm_executor::backend::disk_cache::DiskCache::new(
+                &settings.cache_dir,
+                "wasmer",
+                compiled_code_key(),
+                settings.max_cache_bytes,
+            )?,
+            watchdog,
+        })
+    }
+
+    fn load(&self, input: PrepareInput<'_>) -> Result<LoadedCode, PrepareError> {
+        let engine = engine::build();
+        let module = match input {
+            PrepareInput::Portable { wasm, sha256 } => self.compile(&engine, wasm, sha256)?,
+            // SAFETY: the envelope was verified before we got here (signature or the operator's
+            // explicit trust, runtime, exact version, target triple, payload hash): wasmer does
+            // not check the architecture of what it deserializes, the envelope did.
+            PrepareInput::Precompiled(envelope) => unsafe {
+                Module::deserialize(&engine, &*envelope.payload)
+            }
+            .map_err(|e| {
+                PrepareError::Invalid(format!("the artifact does not load in this executor: {e}"))
+            })?,
+        };
+        Ok(LoadedCode { module, engine })
+    }
+
+    fn link(
+        &self,
+        code: &Arc<LoadedCode>,
+        spec: &ModuleSpec,
+    ) -> Result<PreparedModule, PrepareError> {
+        let entry = resolve_entry(&code.module, spec.entry.as_deref())?;
+        imports::check(&code.engine, &code.module, spec.net.is_some())?;
+        Ok(PreparedModule {
+            code: Arc::clone(code),
+            entry,
+            spec: spec.clone(),
+        })
+    }
+
+    fn run(&self, module: &PreparedModule, activation: &Activation, cpu: CpuSlot) -> GuestExit {
+        // A host call still blocked after the deadline is interrupted (see `unblock.rs`); the
+        // host-call guard then ends the activation.
+        let _unblock = self.unblocker.register(activation.deadline);
+        let clock = Arc::new(RunClock::new(activation.deadline));
+        let budget = MemoryBudget::new(module.spec.memory_limit_bytes);
+        let wasi = match WasiCtx::new(activation, module.spec.dir.as_deref()) {
+            Ok(wasi) => wasi,
+            Err(error) => return GuestExit::HostFailure(format!("{error:#}")),
+        };
+        let mut store = Store::new(module.code.engine.clone());
+        let env = FunctionEnv::new(
+            &mut store,
+            RunEnv {
+                memory: None,
+                wasi,
+                net: module.spec.net.clone(),
+                held: Default::default(),
+                clock: Arc::clone(&clock),
+                cpu,
+            },
+        );
+        let imports = match imports::build(
+            &mut store,
+            &env,
+            &module.code.module,
+            module.spec.net.is_some(),
+        ) {
+            Ok(imports) => imports,
+            Err(error) => return GuestExit::HostFailure(error),
+        };
+        // Watched from before instantiation on: a start function may loop too.
+        let _watch = self.watchdog.watch(Arc::clone(&clock), store.interrupter());
+        let instantiated = memory::with_budget(&budget, || {
+            Instance::new(&mut store, &module.code.module, &imports).map_err(Box::new)
+        });
+        let instance = match instantiated {
+            Ok(instance) => instance,
+            Err(error) => {
+                return match *error {
+                    InstantiationError::Start(error) => classify(error, &budget, &clock),
+                    _ if budget.exceeded() => GuestExit::MemoryExhausted,
+                    error => GuestExit::HostFailure(format!("instantiating the module: {error}")),
+                };
+            }
+        };
+        env.as_mut(&mut store).memory = instance.exports.get_memory("memory").ok().cloned();
+        let func = match instance.exports.get_function(&module.entry) {
+            Ok(func) => func.clone(),
+            Err(error) => {
+                return GuestExit::HostFailure(format!("entry point `{}`: {error}", module.entry));
+            }
+        };
+        match func.call(&mut store, &[]) {
+            Ok(results) => GuestExit::Exited(match results.first() {
+                Some(Value::I32(code)) => *code,
+                _ => 0,
+            }),
+            Err(error) => classify(error, &budget, &clock),
+        }
+    }
+}
+
+impl WasmerBackend {
+    #[cfg(feature = "llvm")]
+    fn compile(&self, engine: &Engine, wasm: &[u8], sha256: &str) -> Result<Module, PrepareError> {
+        let (module, source) = self
+            .cache
+            .load_or_compile(
+                sha256,
+                // SAFETY: the cache hands over an entry only after its MAC verified: written by
+                // this cache from a module this engine compiled (the key names the engine).
+                |bytes| unsafe { Module::deserialize(engine, bytes) }.map_err(anyhow::Error::from),
+                || Module::new(engine, wasm).map_err(anyhow::Error::from),
+                |module| Ok(module.serialize()?.to_vec()),
+            )
+            .map_err(|e| PrepareError::Invalid(format!("the module does not compile: {e:#}")))?;
+        tracing::debug!(?source, sha256, "portable module ready");
+        Ok(module)
+    }
+
+    #[cfg(not(feature = "llvm"))]
+    fn compile(
+        &self,
+        _engine: &Engine,
+        _wasm: &[u8],
+        _sha256: &str,
+    ) -> Result<Module, PrepareError> {
+        Err(PrepareError::Invalid(
+            "this executor is the headless wasmer build: it has no compiler and runs only artifacts precompiled by \
+             `wasm-precompile compile --runtime wasmer`; precompile the module or use the full wasmer build"
+                .into(),
+        ))
+    }
+}
+
+/// Everything code compiled at /init depends on besides the module: cached code compiled
+/// under another wasmer version, CPU or profile is never picked up.
+#[cfg(feature = "llvm")]
+fn compiled_code_key() -> (String, String, String, String) {
+    let target = wasmer_profile::host_target();
+    (
+        RuntimeId::Wasmer.locked_version().to_owned(),
+        target.triple().to_string(),
+        format!("{:?}", target.cpu_features()),
+        format!("{:?}", wasmer_profile::features()),
+    )
+}
+
+/// The export to call: `_start` unless `main` names another exported function.
+fn resolve_entry(module: &Module, requested: Option<&str>) -> Result<String, PrepareError> {
+    let name = requested.unwrap_or("_start");
+    let export: Option<ExportType> = module.exports().find(|e| e.name() == name);
+    match export.as_ref().map(|e| e.ty()) {
+        Some(ExternType::Function(ty)) if ty.params().is_empty() => Ok(name.to_owned()),
+        Some(ExternType::Function(_)) => Err(PrepareError::Invalid(format!(
+            "the entry point `{name}` must take no parameters"
+        ))),
+        _ => Err(PrepareError::MissingEntry(name.to_owned())),
+    }
+}
+
+fn classify(error: RuntimeError, budget: &MemoryBudget, clock: &RunClock) -> GuestExit {
+    match error.downcast_ref::<HostStop>() {
+        Some(HostStop::Exit(code)) => return GuestExit::Exited(*code),
+        Some(HostStop::Deadline) => return GuestExit::TimedOut,
+        Some(HostStop::Fault(message)) => return GuestExit::Trapped(message.clone()),
+        None => {}
+    }
+    if budget.exceeded() {
+        return GuestExit::MemoryExhausted;
+    }
+    if clock.signalled()
+        && error.clone().to_trap() == Some(wasmer::sys::vm::TrapCode::HostInterrupt)
+    {
+        return GuestExit::TimedOut;
+    }
+    GuestExit::Trapped(format!("{}\n{error:?}", error.message()))
+}

@@ -1,0 +1,399 @@
+//! The wasmtime backend: modules compiled once (or loaded from our cache, or deserialized from
+//! a verified artifact) and pre-instantiated once per grant set, shared by every container of
+//! the same upload; a fresh `Store` and instance per /run, instantiated and called
+//! asynchronously: on the request's task where no host call can block a thread, else on a
+//! pool thread that drives the same future (its timers and sockets on the host I/O runtime).
+
+mod descriptors;
+mod engine;
+mod http_import;
+mod poll;
+mod random;
+mod stdio;
+
+use std::{
+    future::Future,
+    sync::{Arc, OnceLock},
+    time::Instant,
+};
+
+use wasm_artifact::RuntimeId;
+use wasmtime::{
+    Engine, ExternType, InstancePre, Linker, Module, ResourceLimiter, Store, Trap, Val,
+};
+use wasmtime_wasi::{FsPerms, I32Exit, WasiCtxBuilder, p1::WasiP1Ctx, p2::pipe::MemoryInputPipe};
+
+use self::{http_import::HeldBody, poll::GuestMonotonicClock, stdio::CaptureStream};
+use wasm_executor::backend::{
+    Activation, Backend, BackendSettings, GuestExit, MAX_TABLE_ELEMENTS, ModuleSpec,
+    PortableModules, PrepareError, PrepareInput, disk_cache::DiskCache, missing_import_hint,
+    unblock::Unblocker,
+};
+use wasm_executor::{
+    backend::opened::OpenedDescriptors, logs::Stream, net::HttpGetter, pool::CpuSlot,
+};
+
+pub struct WasmtimeBackend {
+    engine: Engine,
+    cache: DiskCache,
+    unblocker: Unblocker,
+    /// Drives the futures of guests on pool threads (`host_io.rs`).
+    host_io: tokio::runtime::Handle,
+    allocator: engine::Allocator,
+}
+
+/// A loaded module and its pre-instantiated forms, made on first use: linked against WASI,
+/// without and with the HTTP import of `net_access`.
+pub struct LoadedCode {
+    module: Module,
+    linked: [OnceLock<InstancePre<RunState>>; 2],
+}
+
+/// A container's module: its code's pre-instantiated form for the container's grants.
+pub struct PreparedModule {
+    pre: InstancePre<RunState>,
+    entry: String,
+    spec: ModuleSpec,
+}
+
+/// Per-activation host state.
+pub struct RunState {
+    wasi: WasiP1Ctx,
+    /// What the guest opened (see `descriptors.rs`).
+    opened: OpenedDescriptors,
+    limiter: MemoryLimiter,
+    net: Option<Arc<HttpGetter>>,
+    deadline: Instant,
+    /// Where the guest's monotonic clock starts (see `poll.rs`).
+    clock_origin: Instant,
+    held: HeldBody,
+    /// The guest's CPU slot, given back while it waits.
+    cpu: CpuSlot,
+}
+
+impl RunState {
+    /// Awaits `wait` without the guest's CPU slot.
+    async fn off_cpu<F: Future>(&mut self, wait: F) -> F::Output {
+        self.cpu.released_during(wait).await
+    }
+}
+
+/// Enforces the container's memory limit on linear-memory growth and remembers a refusal, so
+/// the trap that follows is reported as memory exhaustion.
+struct MemoryLimiter {
+    limit_bytes: u64,
+    exceeded: bool,
+}
+
+impl ResourceLimiter for MemoryLimiter {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired as u64 > self.limit_bytes {
+            self.exceeded = true;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// Tables are held to the executor's maximum also when instances are not pooled.
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= MAX_TABLE_ELEMENTS as usize)
+    }
+}
+
+impl Backend for WasmtimeBackend {
+    type Code = LoadedCode;
+    type Module = PreparedModule;
+
+    const RUNTIME: RuntimeId = RuntimeId::Wasmtime;
+
+    const PORTABLE_MODULES: PortableModules = PortableModules::Compiled;
+
+    const SUSPENDS_GUESTS: bool = true;
+
+    fn new(settings: &BackendSettings) -> anyhow::Result<Self> {
+        let (engine, allocator) = engine::build(settings)?;
+        engine::start_ticker(engine.clone())?;
+        let cache = DiskCache::new(
+            &settings.cache_dir,
+            "wasmtime",
+            engine.precompile_compatibility_hash(),
+            settings.max_cache_bytes,
+        )?;
+        tracing::info!(?allocator, "wasmtime engine ready");
+        Ok(WasmtimeBackend {
+            engine,
+            cache,
+            unblocker: Unblocker::start()?,
+            allocator,
+            host_io: settings.host_io.clone(),
+        })
+    }
+
+    fn load(&self, input: PrepareInput<'_>) -> Result<LoadedCode, PrepareError> {
+        let module = match input {
+            PrepareInput::Portable { wasm, sha256 } => {
+                let (module, source) = self
+                    .cache
+                    .load_or_compile(
+                        sha256,
+                        // SAFETY: the cache hands over an entry only after its MAC verified:
+                        // written by this cache from a module this engine compiled.
+                        |bytes| Ok(unsafe { Module::deserialize(&self.engine, bytes) }?),
+                        || Ok(Module::new(&self.engine, wasm)?),
+                        |module| Ok(module.serialize()?),
+                    )
+                    .map_err(|e| {
+                        PrepareError::Invalid(format!("the module does not compile: {e:#}"))
+                    })?;
+                tracing::debug!(?source, sha256, "portable module ready");
+                module
+            }
+            // SAFETY: the envelope was verified (signature or explicit operator trust, runtime,
+            // version, target, payload hash) before we got here; wasmtime checks its own header.
+            PrepareInput::Precompiled(envelope) => {
+                unsafe { Module::deserialize(&self.engine, &envelope.payload) }.map_err(|e| {
+                    PrepareError::Invalid(format!(
+                        "the artifact does not load in this executor: {e:#}"
+                    ))
+                })?
+            }
+        };
+        Ok(LoadedCode {
+            module,
+            linked: Default::default(),
+        })
+    }
+
+    fn link(
+        &self,
+        code: &Arc<LoadedCode>,
+        spec: &ModuleSpec,
+    ) -> Result<PreparedModule, PrepareError> {
+        let entry = resolve_entry(&code.module, spec.entry.as_deref())?;
+        let with_net = spec.net.is_some();
+        let pre = match code.linked[usize::from(with_net)].get() {
+            Some(pre) => pre.clone(),
+            None => {
+                let pre = self.instantiate_pre(&code.module, with_net)?;
+                // Two containers linking at once both succeed; the first form is kept.
+                code.linked[usize::from(with_net)]
+                    .get_or_init(|| pre)
+                    .clone()
+            }
+        };
+        Ok(PreparedModule {
+            pre,
+            entry,
+            spec: spec.clone(),
+        })
+    }
+
+    fn run(&self, module: &PreparedModule, activation: &Activation, cpu: CpuSlot) -> GuestExit {
+        // A host call still blocked after the deadline is interrupted (see `unblock.rs`).
+        let _unblock = self.unblocker.register(activation.deadline);
+        self.host_io.block_on(self.execute(module, activation, cpu))
+    }
+
+    fn instance_capacity(&self) -> Option<usize> {
+        match self.allocator {
+            engine::Allocator::Pooling { slots } => Some(slots),
+            engine::Allocator::OnDemand => None,
+        }
+    }
+
+    /// A guest without a granted directory makes no host call that blocks its thread: its
+    /// standard streams are memory, and it waits only in `poll_oneoff` and `http_get`, which
+    /// suspend it.
+    fn runs_on_task(&self, module: &PreparedModule) -> bool {
+        module.spec.dir.is_none()
+    }
+
+    fn run_on_task(
+        &self,
+        module: &PreparedModule,
+        activation: &Activation,
+        cpu: CpuSlot,
+    ) -> impl Future<Output = GuestExit> + Send {
+        self.execute(module, activation, cpu)
+    }
+}
+
+impl WasmtimeBackend {
+    /// Instantiates `module` in a fresh store and calls its entry point, asynchronously.
+    async fn execute(
+        &self,
+        module: &PreparedModule,
+        activation: &Activation,
+        cpu: CpuSlot,
+    ) -> GuestExit {
+        let mut store = match self.new_store(module, activation, cpu) {
+            Ok(store) => store,
+            Err(error) => return GuestExit::HostFailure(format!("{error:#}")),
+        };
+        let result = async {
+            let instance = module.pre.instantiate_async(&mut store).await?;
+            let func = instance
+                .get_func(&mut store, &module.entry)
+                .ok_or_else(|| wasmtime::format_err!("entry point `{}` vanished", module.entry))?;
+            let mut results = vec![Val::I32(0); func.ty(&store).results().len()];
+            func.call_async(&mut store, &[], &mut results).await?;
+            wasmtime::Result::Ok(match results.first() {
+                Some(Val::I32(code)) => *code,
+                _ => 0,
+            })
+        }
+        .await;
+        match result {
+            Ok(code) => GuestExit::Exited(code),
+            Err(error) => classify_failure(error, store.data()),
+        }
+    }
+
+    /// Links `module` against WASI (and the HTTP import `with_net`) and pre-instantiates it.
+    fn instantiate_pre(
+        &self,
+        module: &Module,
+        with_net: bool,
+    ) -> Result<InstancePre<RunState>, PrepareError> {
+        let mut linker: Linker<RunState> = Linker::new(&self.engine);
+        wasmtime_wasi::p1::add_to_linker_async(&mut linker, |s: &mut RunState| &mut s.wasi)
+            .map_err(|e| PrepareError::Internal(e.into()))?;
+        poll::add_to_linker(&mut linker).map_err(|e| PrepareError::Internal(e.into()))?;
+        random::add_to_linker(&mut linker).map_err(|e| PrepareError::Internal(e.into()))?;
+        descriptors::add_to_linker(&mut linker).map_err(|e| PrepareError::Internal(e.into()))?;
+        if with_net {
+            http_import::add_to_linker(&mut linker)
+                .map_err(|e| PrepareError::Internal(e.into()))?;
+        }
+        check_imports(&self.engine, &linker, module)?;
+        linker
+            .instantiate_pre(module)
+            .map_err(|e| PrepareError::Invalid(format!("the module cannot be linked: {e:#}")))
+    }
+
+    fn new_store(
+        &self,
+        module: &PreparedModule,
+        activation: &Activation,
+        cpu: CpuSlot,
+    ) -> wasmtime::Result<Store<RunState>> {
+        let clock_origin = Instant::now();
+        let mut wasi = WasiCtxBuilder::new();
+        wasi.monotonic_clock(GuestMonotonicClock {
+            origin: clock_origin,
+        })
+        .arg(&activation.program_name)
+        .arg(&activation.params)
+        .envs(&activation.env)
+        .stdin(MemoryInputPipe::new(activation.params.clone()))
+        .stdout(CaptureStream {
+            stream: Stream::Stdout,
+            capture: Arc::clone(&activation.output),
+        })
+        .stderr(CaptureStream {
+            stream: Stream::Stderr,
+            capture: Arc::clone(&activation.output),
+        })
+        // Only guests on a pool thread have a directory, the one thing that blocks: block right
+        // there (and be interrupted by the unblocker) rather than on another thread.
+        .allow_blocking_current_thread(true);
+        if let Some(dir) = &module.spec.dir {
+            // The directory opened at /init, by its descriptor: not whatever its path names now.
+            wasi.preopened_dir(dir.reopen_path(), dir.guest_path(), FsPerms::ReadWrite)
+                .map_err(|e| e.context(format!("opening the granted {}", dir.guest_path())))?;
+        }
+        let state = RunState {
+            wasi: wasi.build_p1(),
+            opened: OpenedDescriptors::default(),
+            limiter: MemoryLimiter {
+                limit_bytes: module.spec.memory_limit_bytes,
+                exceeded: false,
+            },
+            net: module.spec.net.clone(),
+            deadline: activation.deadline,
+            clock_origin,
+            held: HeldBody::default(),
+            cpu,
+        };
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        engine::arm_deadline(&mut store, activation.deadline);
+        Ok(store)
+    }
+}
+
+/// The export to call: `_start` unless `main` names another exported function.
+fn resolve_entry(module: &Module, requested: Option<&str>) -> Result<String, PrepareError> {
+    let name = requested.unwrap_or("_start");
+    match module.get_export(name) {
+        Some(ExternType::Func(ty)) if ty.params().len() == 0 => Ok(name.to_owned()),
+        Some(ExternType::Func(_)) => Err(PrepareError::Invalid(format!(
+            "the entry point `{name}` must take no parameters"
+        ))),
+        _ => Err(PrepareError::MissingEntry(name.to_owned())),
+    }
+}
+
+/// Names the first import the linker does not provide, with a hint when an annotation would.
+fn check_imports(
+    engine: &Engine,
+    linker: &Linker<RunState>,
+    module: &Module,
+) -> Result<(), PrepareError> {
+    let mut probe = Store::new(
+        engine,
+        RunState {
+            wasi: WasiCtxBuilder::new().build_p1(),
+            opened: OpenedDescriptors::default(),
+            limiter: MemoryLimiter {
+                limit_bytes: 0,
+                exceeded: false,
+            },
+            net: None,
+            deadline: Instant::now(),
+            clock_origin: Instant::now(),
+            held: HeldBody::default(),
+            cpu: CpuSlot::detached(),
+        },
+    );
+    for import in module.imports() {
+        if matches!(import.ty(), ExternType::Func(_))
+            && linker.get_by_import(&mut probe, &import).is_none()
+        {
+            return Err(PrepareError::MissingImport {
+                module: import.module().to_owned(),
+                name: import.name().to_owned(),
+                hint: missing_import_hint(import.module(), import.name()),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn classify_failure(error: wasmtime::Error, state: &RunState) -> GuestExit {
+    if let Some(exit) = error.downcast_ref::<I32Exit>() {
+        return GuestExit::Exited(exit.0);
+    }
+    if state.limiter.exceeded {
+        return GuestExit::MemoryExhausted;
+    }
+    match error.downcast_ref::<Trap>() {
+        Some(Trap::Interrupt) => GuestExit::TimedOut,
+        // The trap is the summary; the guest's backtrace, when wasmtime recorded one, follows it.
+        Some(trap) => match error.downcast_ref::<wasmtime::WasmBacktrace>() {
+            Some(backtrace) => GuestExit::Trapped(format!("{trap}\n{backtrace}")),
+            None => GuestExit::Trapped(trap.to_string()),
+        },
+        None => GuestExit::Trapped(format!("{error:#}")),
+    }
+}
