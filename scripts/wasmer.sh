@@ -57,7 +57,7 @@ test_all() {
     step "wasmer headless: lints and tests"
     "$CARGO" clippy --release --locked --all-targets "${HEADLESS[@]}" -- -D warnings
     "$CARGO" clippy --release --locked "${HEADLESS_TESTS[@]}" -- -D warnings
-    WASM_EXECUTOR_BIN="$OUT/wasm-executor-wasmer-headless" \
+    WASM_EXECUTOR_BIN="$(realpath "$OUT/wasm-executor-wasmer-headless")" \
         "$CARGO" test --release --locked "${HEADLESS_TESTS[@]}"
 }
 
