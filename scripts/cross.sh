@@ -189,7 +189,7 @@ shift
 target_facts "$TARGET_NAME"
 [[ $# -eq 0 ]] || backends=("$@")
 for backend in "${backends[@]}"; do
-    [[ "$backend" == precompilers ]] || features "$backend" >/dev/null
+    [[ "$backend" == precompilers ]] || package "$backend" >/dev/null
 done
 case "$command" in
 build) build ;;
