@@ -39,3 +39,33 @@ ensure_packages() {
 version_at_least() {
     [[ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n 1)" == "$2" ]]
 }
+
+# wasmer's LLVM bindings (llvm-sys 221) find Debian's LLVM 22 here (scripts/prerequisites.sh wasmer).
+export LLVM_SYS_221_PREFIX="${LLVM_SYS_221_PREFIX:-/usr/lib/llvm-22}"
+
+# host_cargo COMMAND ARGS...: `cargo COMMAND --release --locked` over the host build's packages.
+# By default the workspace's default members (the wasmtime build). With WASM_EXECUTOR_BUILD=all
+# (scripts/test.sh sets it) every runtime's executor, precompiler and tools in one feature
+# resolution, so each dependency is compiled once for all of them; the headless wasmer stays out
+# (its wasmer has no compiler) and so do the fuzz targets (cargo fuzz builds them with its flags).
+host_cargo() {
+    local command="$1" selection=()
+    shift
+    case "${WASM_EXECUTOR_BUILD:-default}" in
+    default) ;;
+    all)
+        selection=(--workspace --exclude wasm-executor-wasmer-headless --exclude wasm-executor-fuzz
+            --features wasm-executor-wasmer/llvm)
+        ;;
+    *) die "WASM_EXECUTOR_BUILD is default or all, not '$WASM_EXECUTOR_BUILD'" ;;
+    esac
+    cargo "$command" --release --locked "${selection[@]}" "$@"
+}
+
+# lints ARGS...: clippy with every warning an error over the cargo selection ARGS, unless the
+# builds of this run lint as they compile (scripts/test.sh sets clippy's driver as cargo's
+# workspace wrapper, and a second, checking pass would compile every dependency again).
+lints() {
+    [[ "${RUSTC_WORKSPACE_WRAPPER:-}" == *clippy-driver ]] && return 0
+    cargo clippy --release --locked "$@" -- -D warnings
+}

@@ -59,11 +59,12 @@ package() {
     esac
 }
 
-# cross_cargo ARGS...: Debian's cargo and rustc for $triple, the standard library built from source.
+# cross_cargo ARGS...: Debian's cargo and rustc for $triple, the standard library built from source
+# (never the host build's lint wrapper, scripts/test.sh: clippy's driver is rustup's compiler).
 cross_cargo() {
     local var
     var="$(tr 'a-z-' 'A-Z_' <<<"$triple")"
-    env RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 \
+    env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 \
         "CARGO_TARGET_${var}_LINKER=$gnu-gcc" \
         "CC_${triple//-/_}=$gnu-gcc" "CXX_${triple//-/_}=$gnu-g++" "AR_${triple//-/_}=$gnu-ar" \
         /usr/bin/cargo "$@" --locked --release --target "$triple" --target-dir "$CROSS_CARGO_DIR" \
@@ -94,15 +95,19 @@ build() {
 # built now when missing), with the host precompiler of BACKEND that its harness calls: artifacts
 # for the board are made here. wasmer headless uses the wasmer build's precompiler.
 host_suite() {
-    case "$1" in
-    wasmtime)
-        # The whole default build, as `make build` and scripts/test.sh make it: building the
-        # precompiler alone would unify other features and compile wasmtime once more.
-        cargo build --release --locked >&2
-        ;;
-    wasmer-headless) scripts/wasmer.sh build >&2 ;;
-    wamr) scripts/wamr.sh build >&2 ;;
-    esac
+    if [[ "${WASM_EXECUTOR_BUILD:-default}" == all ]]; then
+        host_cargo build >&2 # every runtime's precompiler (scripts/test.sh built them)
+    else
+        case "$1" in
+        wasmtime)
+            # The whole default build, as `make build` makes it: building the precompiler
+            # alone would unify other features and compile wasmtime once more.
+            host_cargo build >&2
+            ;;
+        wasmer-headless) scripts/wasmer.sh build >&2 ;;
+        wamr) scripts/wamr.sh build >&2 ;;
+        esac
+    fi
     scripts/suite.sh path
 }
 

@@ -12,11 +12,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=scripts/common.sh
 source scripts/common.sh
 
-# The default members' build, as `cargo build --release` makes it: selecting the wasmtime
-# package alone would resolve other features (the precompiler's all-arch wasmtime) and compile
-# wasmtime once more.
+# Built as the host build (host_cargo): selecting the wasmtime package alone would resolve other
+# features (the precompiler's all-arch wasmtime) and compile wasmtime once more.
 suite_path() {
-    cargo test --release --locked --test conformance --no-run \
+    host_cargo test --test conformance --no-run \
         --message-format=json | python3 -c 'import json, sys
 for line in sys.stdin:
     m = json.loads(line)

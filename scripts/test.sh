@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Runs every test of the project on a fresh Debian 12 machine (what CI runs): installs and
-# checks every prerequisite first (scripts/prerequisites.sh), builds the guests, the executor
-# and the precompilers once, checks formatting and lints, runs the guests' unit tests and the
-# reproducibility of their build, the unit tests and the conformance suite over HTTP on every
-# backend (wasmtime, wasmer, WAMR), the fuzz targets for a bounded time, the OpenWhisk patch's
-# tests against the real executor, the executor's OCI image (the suite against the container),
-# the aarch64 builds of the wasmtime and WAMR executors with part of the suite against each under
+# checks every prerequisite first (scripts/prerequisites.sh), builds the guests, then every
+# runtime's executor, precompiler and tools once (one cargo build, linted as it compiles), checks
+# formatting, runs the guests' unit tests and the reproducibility of their build, the unit tests,
+# the backend tests and the conformance suite over HTTP on every backend (wasmtime, wasmer with
+# LLVM and headless, WAMR), the fuzz targets for a bounded time, the OpenWhisk patch's tests
+# against the real executor, the executor's OCI image (the suite against the container), the
+# aarch64 builds of the wasmtime and WAMR executors with part of the suite against each under
 # qemu-user (`make test-cross`: every ARM executor, the whole suite), the deployment files'
 # checks (Raspberry Pi, Kubernetes), the Docker baseline's proxy tests, the edge footprint's
 # script and the evaluation in quick mode (its own Docker engine, every backend against the
 # baseline, the build comparisons, the JMeter plans).
-# Nothing is skipped: a missing tool stops the run in its first minute.
+# Nothing is skipped: a missing tool stops the run in its first minute. Every step prints how
+# long it took; README.md ("Tests") lists them.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -69,7 +71,19 @@ guest_checks() {
 }
 timed "guest actions (wasm32-wasip1): build, reproducibility, host checks" guest_checks
 
-timed "executor and precompiler (release, one target directory)" cargo build --release --locked
+# The host build, made once for every step below and the scripts they run (which see the same
+# environment, so none of them compiles anything again):
+# - every runtime's packages in one cargo feature resolution (WASM_EXECUTOR_BUILD=all, see
+#   host_cargo in scripts/common.sh): each dependency is compiled once for all executors;
+# - linted as it compiles: clippy's driver compiles the workspace's own crates (what
+#   `cargo clippy -- -D warnings` runs, without its second, checking compilation of every
+#   dependency), and any lint fails the build. Guests and the ARM builds use the plain compiler.
+export WASM_EXECUTOR_BUILD=all
+export RUSTC_WORKSPACE_WRAPPER=clippy-driver CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+
+timed "host build: every runtime's executor, precompiler, tools and tests, linted (one cargo build)" \
+    host_cargo build --all-targets
+timed "format" cargo fmt --all -- --check
 
 # packing: the documented packing commands as actions/README.md, `make pack` and deploy/pi give
 # them: portable zips, and artifacts precompiled for this machine and signed with a fresh key.
@@ -87,15 +101,14 @@ packing() {
 }
 timed "the documented packing commands (actions/pack.sh, portable and precompiled)" packing
 
-# lints: formatting and clippy over the workspace and the fuzz targets.
-lints() {
-    cargo fmt --all -- --check
-    cargo clippy --release --all-targets --locked -- -D warnings
-    cargo clippy --release --all-targets --locked -p wasm-executor-fuzz -- -D warnings
-}
-timed "format and lints" lints
+timed "unit tests, backend tests (wasmer, WAMR) and the conformance suite (wasmtime)" host_cargo test
 
-timed "unit tests and the conformance suite (wasmtime backend)" cargo test --release --locked
+timed "the conformance suite against the wasmer executor (LLVM)" \
+    scripts/suite.sh run "$bin/wasm-executor-wasmer"
+timed "the conformance suite against the WAMR executor (interpreter + AOT)" \
+    scripts/suite.sh run "$bin/wasm-executor-wamr"
+timed "the headless wasmer executor (no compiler): build, lints, wasmer tests" \
+    scripts/wasmer.sh test-headless
 
 timed "fuzz targets (30 s each, from the checked-in seed corpus)" scripts/fuzz.sh 30
 
@@ -118,12 +131,6 @@ if eval/openwhisk/run.sh --wasm-api http://127.0.0.1:9 --platforms wasm >"$ow_sc
 fi
 rm -rf "$ow_scratch"
 
-timed "wasmer backend (LLVM and headless builds): lints, unit tests, conformance suite, wasmer tests" \
-    scripts/wasmer.sh test
-
-timed "WAMR backend (interpreter + AOT): lints, unit tests, conformance suite, WAMR tests" \
-    scripts/wamr.sh test
-
 step "the edge footprint's script (quick mode, so it cannot rot)"
 eval/edge-footprint.sh --quick
 
@@ -136,8 +143,7 @@ step "Docker baseline: the action proxy's vet and tests"
 timed "evaluation (quick mode): every backend against the Docker baseline, JMeter plans" \
     eval/evaluate.sh --quick
 
-# Last, so that the background build has had every idle moment of the steps above; WAMR first,
-# as the evaluation built it last (each host build of another backend recompiles the executor).
+# Last, so that the background build has had every idle moment of the steps above.
 timed "ARM builds (aarch64: wasmtime, WAMR): the rest of the background build" \
     wait_for_cross_build
 timed "ARM: part of the conformance suite against the aarch64 executors under qemu-user (make test-cross: all of it, every ARM executor)" \

@@ -42,10 +42,10 @@ precompiler() {
 test_all() {
     # The tests use the default build's front end (wasm-precompile); a no-op after `make build`.
     step "wamr: the default build's precompiler front end (for artifact tests)"
-    "$CARGO" build --release --locked
+    host_cargo build
     build
     step "wamr: lints"
-    "$CARGO" clippy --release --locked --all-targets "${EXECUTOR[@]}" "${PRECOMPILER[@]}" "${OTHERS[@]}" -- -D warnings
+    lints --all-targets "${EXECUTOR[@]}" "${PRECOMPILER[@]}" "${OTHERS[@]}"
     step "wamr: unit tests, WAMR tests"
     "$CARGO" test --release --locked "${EXECUTOR[@]}" "${PRECOMPILER[@]}" -p wamr-profile
     scripts/suite.sh run "$OUT/wasm-executor-wamr"

@@ -6,6 +6,7 @@
 #   scripts/wasmer.sh build           wasm-executor-wasmer (LLVM) + wasm-precompile-wasmer
 #   scripts/wasmer.sh build-headless  wasm-executor-wasmer-headless (no compiler, artifacts only)
 #   scripts/wasmer.sh test            both builds: lints, unit tests, conformance suite, wasmer tests
+#   scripts/wasmer.sh test-headless   the headless build: lints, wasmer tests
 #
 # The binaries land in target/release (one target directory for all runtimes). The executor, the
 # precompiler and eval's wasmer-metering are built in one cargo invocation so they share one
@@ -15,7 +16,6 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-export LLVM_SYS_221_PREFIX="${LLVM_SYS_221_PREFIX:-/usr/lib/llvm-22}"
 CARGO="${CARGO:-cargo}"
 OUT="${CARGO_TARGET_DIR:-target}/release"
 FULL=(-p wasm-executor-wasmer -p wasm-precompile-wasmer -p wasmer-profile -p wasmer-metering --features wasm-executor-wasmer/llvm)
@@ -46,17 +46,21 @@ test_all() {
     # The tests also use the default build's front end and wasmtime precompiler (a wasmtime
     # artifact must be refused); a no-op when `make build` already ran.
     step "wasmer: the default build's precompilers (for artifact tests)"
-    "$CARGO" build --release --locked
+    host_cargo build
     build
     step "wasmer: lints"
-    "$CARGO" clippy --release --locked --all-targets "${FULL[@]}" -- -D warnings
+    lints --all-targets "${FULL[@]}"
     step "wasmer: unit tests, wasmer tests"
     "$CARGO" test --release --locked "${FULL[@]}"
     scripts/suite.sh run "$OUT/wasm-executor-wasmer"
+    test_headless
+}
+
+test_headless() {
     build_headless
     step "wasmer headless: lints and tests"
-    "$CARGO" clippy --release --locked --all-targets "${HEADLESS[@]}" -- -D warnings
-    "$CARGO" clippy --release --locked "${HEADLESS_TESTS[@]}" -- -D warnings
+    lints --all-targets "${HEADLESS[@]}"
+    lints "${HEADLESS_TESTS[@]}"
     WASM_EXECUTOR_BIN="$(realpath "$OUT/wasm-executor-wasmer-headless")" \
         "$CARGO" test --release --locked "${HEADLESS_TESTS[@]}"
 }
@@ -66,8 +70,9 @@ deps) deps ;;
 build) build ;;
 build-headless) build_headless ;;
 test) test_all ;;
+test-headless) test_headless ;;
 *)
-    sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac
