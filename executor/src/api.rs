@@ -1,5 +1,5 @@
-//! The HTTP API the invoker talks to (docs/executor-api.md): routes, body parsing and the one
-//! place where errors become status codes and `{"error": …}` bodies. Every request's body is
+//! The HTTP API the invoker talks to (docs/executor-api.md): routes, the gate every request
+//! passes, body parsing; failures are answered as `error.rs` says. Every request's body is
 //! read (or discarded) before its route answers, within a time set by its length, so a
 //! kept-alive connection is never left with an unread body; an answer given before the body
 //! was read closes the connection.
@@ -25,10 +25,11 @@ use tokio::sync::Semaphore;
 
 use crate::{
     backend::Backend,
-    guard::{ApiGuard, Refusal},
+    error::ServiceError,
+    guard::ApiGuard,
     outcome::RunResponse,
     protocol::{InitRequest, RunRequest},
-    service::{Executor, ServiceError},
+    service::Executor,
 };
 
 type AppState<B> = Arc<Executor<B>>;
@@ -86,10 +87,9 @@ impl Gate {
             DISCARDED_BODY_BYTES
         };
         let too_large = || {
-            closing(ApiError(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!("the request body is larger than this route takes ({limit} bytes)"),
-            ))
+            closing(ServiceError::BodyTooLarge(format!(
+                "the request body is larger than this route takes ({limit} bytes)"
+            )))
         };
         let declared = declared_length(&parts.headers);
         if declared.is_some_and(|length| length > limit) {
@@ -107,17 +107,13 @@ impl Gate {
                 Ok(Request::from_parts(parts, Body::from(bytes)))
             }
             Ok(Err(error)) if error.is::<LengthLimitError>() => Err(too_large()),
-            Ok(Err(error)) => Err(closing(ApiError(
-                StatusCode::BAD_REQUEST,
-                format!("the request body could not be read: {error}"),
-            ))),
-            Err(_) => Err(closing(ApiError(
-                StatusCode::REQUEST_TIMEOUT,
-                format!(
-                    "the request body did not arrive within {} ms",
-                    allowed.as_millis()
-                ),
-            ))),
+            Ok(Err(error)) => Err(closing(ServiceError::BadRequest(format!(
+                "the request body could not be read: {error}"
+            )))),
+            Err(_) => Err(closing(ServiceError::BodyTimedOut(format!(
+                "the request body did not arrive within {} ms",
+                allowed.as_millis()
+            )))),
         }
     }
 
@@ -152,12 +148,9 @@ pub fn router<B: Backend>(executor: AppState<B>, gate: Gate) -> Router {
         .route("/{id}/run", post(run::<B>))
         .route("/{id}/destroy", post(destroy::<B>))
         .route("/{id}/logs", get(logs::<B>))
-        .fallback(|| async { ApiError(StatusCode::NOT_FOUND, "no such route".into()) })
+        .fallback(|| async { ServiceError::NotFound("no such route".into()) })
         .method_not_allowed_fallback(|| async {
-            ApiError(
-                StatusCode::METHOD_NOT_ALLOWED,
-                "method not allowed on this route".into(),
-            )
+            ServiceError::MethodNotAllowed("method not allowed on this route".into())
         })
         .layer(DefaultBodyLimit::max(max_body_bytes))
         .layer(middleware::from_fn_with_state(Arc::new(gate), gated))
@@ -198,7 +191,7 @@ fn declared_length(headers: &HeaderMap) -> Option<usize> {
 
 /// An answer given without reading the request's body: the connection ends with it, so the
 /// client never writes its next request into a connection the server is closing.
-fn closing(error: ApiError) -> Response {
+fn closing(error: ServiceError) -> Response {
     let mut response = error.into_response();
     response
         .headers_mut()
@@ -209,17 +202,11 @@ fn closing(error: ApiError) -> Response {
 /// Lets a request through to its route when [`ApiGuard`] accepts it, its body fits in what
 /// may be held at once and arrives in time; the body's share is held until the answer is made.
 async fn gated(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
-    if let Err(Refusal(status, message)) =
+    if let Err(refusal) =
         gate.guard
             .check(request.method(), request.uri().path(), request.headers())
     {
-        let mut response = closing(ApiError(status, message));
-        if status == StatusCode::UNAUTHORIZED {
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-        }
-        return response;
+        return closing(refusal);
     }
     let kib = gate.body_kib(request.headers());
     let _held = match kib {
@@ -227,8 +214,7 @@ async fn gated(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> R
         kib => match Arc::clone(&gate.bodies).try_acquire_many_owned(kib) {
             Ok(held) => Some(held),
             Err(_) => {
-                return closing(ApiError(
-                    StatusCode::SERVICE_UNAVAILABLE,
+                return closing(ServiceError::Overloaded(
                     "the executor holds as many request bodies as it may; retry elsewhere".into(),
                 ));
             }
@@ -240,32 +226,9 @@ async fn gated(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> R
     }
 }
 
-/// An error answer: a status and `{"error": message}`.
-pub struct ApiError(StatusCode, String);
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        (self.0, Json(json!({ "error": self.1 }))).into_response()
-    }
-}
-
-impl From<ServiceError> for ApiError {
-    fn from(error: ServiceError) -> Self {
-        let status = match &error {
-            ServiceError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            ServiceError::Refused(_) => StatusCode::FORBIDDEN,
-            ServiceError::NotFound(_) => StatusCode::NOT_FOUND,
-            ServiceError::InitFailed(_) => StatusCode::BAD_GATEWAY,
-            ServiceError::Overloaded(_) => StatusCode::SERVICE_UNAVAILABLE,
-            ServiceError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
-        };
-        ApiError(status, error.to_string())
-    }
-}
-
 /// The container id of a request: one path segment of a restricted alphabet (a segment that
 /// is not even UTF-8 gets the same answer).
-fn container_id(path: Result<Path<String>, PathRejection>) -> Result<String, ApiError> {
+fn container_id(path: Result<Path<String>, PathRejection>) -> Result<String, ServiceError> {
     let id = path.map(|Path(id)| id).unwrap_or_default();
     let ok = (1..=128).contains(&id.len())
         && id
@@ -276,28 +239,30 @@ fn container_id(path: Result<Path<String>, PathRejection>) -> Result<String, Api
     if ok {
         Ok(id)
     } else {
-        Err(ApiError(
-            StatusCode::BAD_REQUEST,
+        Err(ServiceError::BadRequest(
             "container ids are 1 to 128 characters of A-Z a-z 0-9 . _ - (not . or ..)".into(),
         ))
     }
 }
 
 /// The request's body, or the answer that it could not be read (too large, cut off).
-fn received(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
-    body.map_err(|rejection| ApiError(rejection.status(), rejection.body_text()))
+fn received(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ServiceError> {
+    body.map_err(|rejection| match rejection.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => ServiceError::BodyTooLarge(rejection.body_text()),
+        _ => ServiceError::BadRequest(rejection.body_text()),
+    })
 }
 
-fn parse_json<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, ApiError> {
+fn parse_json<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, ServiceError> {
     serde_json::from_slice(body)
-        .map_err(|e| ApiError(StatusCode::BAD_REQUEST, format!("invalid JSON body: {e}")))
+        .map_err(|e| ServiceError::BadRequest(format!("invalid JSON body: {e}")))
 }
 
 async fn init<B: Backend>(
     State(executor): State<AppState<B>>,
     path: Result<Path<String>, PathRejection>,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<serde_json::Value>, ServiceError> {
     let id = container_id(path)?;
     let body = received(body)?;
     let request: InitRequest = parse_json(&body)?;
@@ -309,7 +274,7 @@ async fn run<B: Backend>(
     State(executor): State<AppState<B>>,
     path: Result<Path<String>, PathRejection>,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Response, ApiError> {
+) -> Result<Response, ServiceError> {
     let id = container_id(path)?;
     let request: RunRequest = parse_json(&received(body)?)?;
     match executor.run(&id, request).await? {
@@ -321,14 +286,16 @@ async fn run<B: Backend>(
             String::from(Box::<str>::from(raw)),
         )
             .into_response()),
-        RunResponse::ActionError { message, .. } => Err(ApiError(StatusCode::BAD_GATEWAY, message)),
+        RunResponse::ActionError { message, outcome } => {
+            Err(ServiceError::failed_run(outcome, message))
+        }
     }
 }
 
 async fn destroy<B: Backend>(
     State(executor): State<AppState<B>>,
     path: Result<Path<String>, PathRejection>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<serde_json::Value>, ServiceError> {
     let id = container_id(path)?;
     executor.destroy(&id)?;
     Ok(Json(json!({ "ok": true })))
@@ -337,7 +304,7 @@ async fn destroy<B: Backend>(
 async fn logs<B: Backend>(
     State(executor): State<AppState<B>>,
     path: Result<Path<String>, PathRejection>,
-) -> Result<Response, ApiError> {
+) -> Result<Response, ServiceError> {
     let id = container_id(path)?;
     let lines = executor.logs(&id)?;
     Ok(([(header::CONTENT_TYPE, "application/x-ndjson")], lines).into_response())
@@ -355,6 +322,8 @@ async fn health<B: Backend>(State(executor): State<AppState<B>>) -> Json<serde_j
         "runtime_version": executor.runtime_version(),
         "target": executor.target(),
         "portable_modules": executor.portable_modules(),
+        "guest_execution": executor.guest_execution(),
+        "suspends_guests": executor.suspends_guests(),
     }))
 }
 

@@ -286,6 +286,17 @@ pub enum GuestExecution {
     BlockingWorker,
 }
 
+impl GuestExecution {
+    /// The flag's value, as `/health` reports it.
+    pub fn label(self) -> &'static str {
+        match self {
+            GuestExecution::Async => "async",
+            GuestExecution::Pool => "pool",
+            GuestExecution::BlockingWorker => "blocking-worker",
+        }
+    }
+}
+
 impl Config {
     /// Checks that the settings agree (every default within its maximum) and fills in where
     /// guests run by default: `async` where the backend `suspends_guests` (wasmtime), else `pool`.

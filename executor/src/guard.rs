@@ -7,7 +7,9 @@
 use std::{net::IpAddr, path::Path};
 
 use anyhow::{Context, bail};
-use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::http::{HeaderMap, Method, header};
+
+use crate::error::ServiceError;
 
 /// Host names every executor answers to (besides its own listen address and configured names).
 const LOOPBACK_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
@@ -21,10 +23,6 @@ pub struct ApiGuard {
     /// The bearer token every request but `GET /health` must carry.
     token: Option<String>,
 }
-
-/// A refused request: its status and message.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Refusal(pub StatusCode, pub String);
 
 impl ApiGuard {
     /// `listen_ip` is the TCP address the API listens on (`None`: a Unix-domain socket);
@@ -40,8 +38,13 @@ impl ApiGuard {
     }
 
     /// Checks one request's method, path and headers.
-    pub fn check(&self, method: &Method, path: &str, headers: &HeaderMap) -> Result<(), Refusal> {
-        let forbidden = |message: String| Err(Refusal(StatusCode::FORBIDDEN, message));
+    pub fn check(
+        &self,
+        method: &Method,
+        path: &str,
+        headers: &HeaderMap,
+    ) -> Result<(), ServiceError> {
+        let forbidden = |message: String| Err(ServiceError::Refused(message));
         // Every request a browser makes for a page carries Origin or Sec-Fetch-* (simple
         // cross-site POSTs and <img> GETs included); the invoker and tools never send them.
         if headers.contains_key(header::ORIGIN)
@@ -70,15 +73,13 @@ impl ApiGuard {
                 .and_then(|v| v.strip_prefix("Bearer "))
                 .unwrap_or_default();
             if !same_bytes(presented.trim().as_bytes(), token.as_bytes()) {
-                return Err(Refusal(
-                    StatusCode::UNAUTHORIZED,
+                return Err(ServiceError::Unauthorized(
                     "this executor requires its bearer token (Authorization: Bearer …)".into(),
                 ));
             }
         }
         if method == Method::POST && has_body(headers) && !is_json(headers) {
-            return Err(Refusal(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            return Err(ServiceError::NotJson(
                 "request bodies must be JSON (Content-Type: application/json)".into(),
             ));
         }
@@ -164,8 +165,8 @@ mod tests {
         map
     }
 
-    fn status(r: Result<(), Refusal>) -> u16 {
-        r.map_or_else(|Refusal(s, _)| s.as_u16(), |()| 200)
+    fn status(r: Result<(), ServiceError>) -> u16 {
+        r.map_or_else(|refusal| refusal.status().as_u16(), |()| 200)
     }
 
     #[test]

@@ -6,8 +6,8 @@
 pub mod api;
 pub mod backend;
 pub mod capabilities;
-pub mod code;
 pub mod config;
+pub mod error;
 pub mod guard;
 pub mod host_io;
 pub mod logs;
@@ -17,7 +17,6 @@ pub mod namespace_volumes;
 pub mod net;
 pub mod outcome;
 pub mod pool;
-pub mod protocol;
 pub mod registry;
 pub mod server;
 pub mod service;
@@ -27,3 +26,5 @@ pub mod state;
 pub mod tenants;
 
 pub use startup::run;
+/// The decoders of untrusted input (their own crate, which the fuzz targets build alone).
+pub use wasm_executor_decode::{code, protocol};

@@ -10,7 +10,6 @@ use std::{
 
 use bytes::Bytes;
 use futures_util::FutureExt;
-use thiserror::Error;
 use tracing::Instrument;
 use wasm_artifact::{TrustedKeys, host_target};
 
@@ -21,6 +20,7 @@ use crate::{
     capabilities::{GrantRoot, check_namespace},
     code::{self, ModuleCode},
     config::{Config, GuestExecution},
+    error::ServiceError,
     host_io,
     logs::{LogBudget, OutputCapture, PendingLogs},
     metrics::Metrics,
@@ -37,32 +37,6 @@ use crate::{
 
 pub const MORE_THAN_ONCE: &str = "Cannot initialize the action more than once.";
 pub const MISSING_CODE: &str = "Missing main/no code to execute.";
-
-/// Errors of the executor's operations; the HTTP layer maps each kind to one status.
-#[derive(Debug, Clone, Error)]
-pub enum ServiceError {
-    #[error("{0}")]
-    BadRequest(String),
-    #[error("{0}")]
-    Refused(&'static str),
-    #[error("{0}")]
-    NotFound(String),
-    #[error("{0}")]
-    InitFailed(String),
-    #[error("{0}")]
-    Overloaded(String),
-    #[error("{0}")]
-    Internal(String),
-}
-
-impl From<PoolError> for ServiceError {
-    fn from(error: PoolError) -> Self {
-        match error {
-            PoolError::Overloaded { .. } => ServiceError::Overloaded(error.to_string()),
-            PoolError::WorkerLost => ServiceError::Internal(error.to_string()),
-        }
-    }
-}
 
 /// A container's limits, fixed at /init.
 struct ContainerLimits {
@@ -179,6 +153,16 @@ impl<B: Backend> Executor<B> {
         B::PORTABLE_MODULES.label()
     }
 
+    /// Where guests run unless an action says otherwise (`--guest-execution`).
+    pub fn guest_execution(&self) -> &'static str {
+        self.config.guest_execution().label()
+    }
+
+    /// Whether this build can suspend a guest on its request's task (`--guest-execution async`).
+    pub fn suspends_guests(&self) -> bool {
+        B::SUSPENDS_GUESTS
+    }
+
     pub fn runtime_version(&self) -> &'static str {
         B::RUNTIME.locked_version()
     }
@@ -242,10 +226,10 @@ impl<B: Backend> Executor<B> {
         let code = value
             .code
             .filter(|c| !c.trim().is_empty())
-            .ok_or(ServiceError::Refused(MISSING_CODE))?;
+            .ok_or_else(|| ServiceError::Refused(MISSING_CODE.into()))?;
         let reservation = match self.containers.reserve(id, self.config.max_containers) {
             Reserve::Reserved(reservation) => reservation,
-            Reserve::Taken => return Err(ServiceError::Refused(MORE_THAN_ONCE)),
+            Reserve::Taken => return Err(ServiceError::Refused(MORE_THAN_ONCE.into())),
             Reserve::Full => {
                 return Err(ServiceError::Overloaded(format!(
                     "the executor holds its maximum of {} containers; retry elsewhere",
@@ -389,13 +373,13 @@ impl<B: Backend> Executor<B> {
         upload: &Arc<Upload<B::Code>>,
         spec: &ModuleSpec,
     ) -> Result<B::Module, ServiceError> {
-        let this = Arc::clone(self);
+        let executor = Arc::clone(self);
         let upload = Arc::clone(upload);
         let spec = spec.clone();
         let max_init = Duration::from_millis(self.config.max_init_ms);
         let preparing = self.pool.run(move |_cpu| {
-            let code = upload.load(|text, binary| this.load(text, binary))?;
-            this.link(&code, &spec)
+            let code = upload.load(|text, binary| executor.load(text, binary))?;
+            executor.link(&code, &spec)
         });
         tokio::time::timeout(max_init, preparing)
             .await

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use foldhash::fast::FixedState;
 use hashbrown::{HashTable, hash_table::Entry};
 
-use crate::service::ServiceError;
+use crate::error::ServiceError;
 
 /// The uploads held by live containers, by their exact code text. `binary: false` reads the
 /// same text differently (as WebAssembly text or a refusal), so it has a map of its own.
@@ -163,11 +163,11 @@ impl<T> Drop for Upload<T> {
     /// Leaves the index with the last holder, unless a newer upload of the same text took the
     /// entry meanwhile (the entry is this upload's when it points here).
     fn drop(&mut self) {
-        let this: *const Upload<T> = self;
+        let dropped: *const Upload<T> = self;
         let mut maps = self.index.maps();
-        if let Ok(entry) =
-            maps[self.map].find_entry(self.hash, |entry| std::ptr::eq(entry.upload.as_ptr(), this))
-        {
+        if let Ok(entry) = maps[self.map].find_entry(self.hash, |entry| {
+            std::ptr::eq(entry.upload.as_ptr(), dropped)
+        }) {
             entry.remove();
         }
     }

@@ -9,8 +9,8 @@ use std::{cell::RefCell, time::Instant};
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use wasm_executor_fuzz::{
-    backend::host_limits::MAX_IO_BYTES,
     guest::{Guest, LinearMemory, OutOfBounds, capacity},
+    host_limits::MAX_IO_BYTES,
     poll,
 };
 

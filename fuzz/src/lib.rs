@@ -1,28 +1,11 @@
-//! The executor's decoders of untrusted input, compiled on their own (from the executor's own
-//! source files) so that the fuzz targets reach them without building a Wasm runtime.
+//! The executor's decoders of untrusted input (the `wasm-executor-decode` crate, which the
+//! executor library re-exports; no server and no Wasm runtime is built), with the checks every
+//! decoded value must pass.
 
-#[path = "../../executor/src/protocol.rs"]
-pub mod protocol;
-
-#[path = "../../executor/src/code.rs"]
-pub mod code;
-
-#[path = "../../executor/src/backend/poll.rs"]
-pub mod poll;
-
-/// The executor's own WASI (wasmer's): the errno type and the guest-memory decoding (its
-/// `super::abi`).
-#[path = "../../executor/src/backend/wasi/abi.rs"]
-pub mod abi;
-
-#[path = "../../executor/src/backend/wasi/guest.rs"]
-pub mod guest;
-
-/// The host-call bounds `guest` applies (its `crate::backend::host_limits`).
-#[path = "../../executor/src/backend"]
-pub mod backend {
-    pub mod host_limits;
-}
+pub use wasm_executor_decode::{
+    code, host_limits, poll, protocol,
+    wasi::{abi, guest},
+};
 
 use code::{CodeError, ModuleCode};
 

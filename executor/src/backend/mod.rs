@@ -8,12 +8,15 @@ use wasm_artifact::{Envelope, RuntimeId};
 
 use crate::{capabilities::GrantedDir, logs::OutputCapture, net::HttpGetter, pool::CpuSlot};
 
+pub mod deadline_queue;
 pub mod disk_cache;
-pub mod host_limits;
+pub mod http_import;
 pub mod opened;
-pub mod poll;
 pub mod unblock;
-pub mod wasi;
+
+/// The host-call bounds, `poll_oneoff` and the WASI ABI with its guest-memory decoding, from the
+/// decoders' crate (fuzzed there).
+pub use wasm_executor_decode::{host_limits, poll, wasi};
 
 /// The most elements any table of a guest may have, on every backend: compilers emit one table
 /// of function pointers sized by the program's indirect calls, and 64 Ki covers large Rust and
@@ -101,12 +104,46 @@ pub enum PrepareError {
     Internal(anyhow::Error),
 }
 
-/// The hint for a missing import that the executor would provide with an annotation.
-pub fn missing_import_hint(module: &str, name: &str) -> &'static str {
-    if module == crate::net::IMPORT_MODULE && crate::net::IMPORT_NAMES.contains(&name) {
-        " to this action: it is provided only to actions annotated with `net_access`"
-    } else {
-        ""
+impl PrepareError {
+    /// The module imports `module::name`, which this container does not provide; with a hint
+    /// when an annotation would provide it.
+    pub fn missing_import(module: &str, name: &str) -> Self {
+        let hint =
+            if module == crate::net::IMPORT_MODULE && crate::net::IMPORT_NAMES.contains(&name) {
+                " to this action: it is provided only to actions annotated with `net_access`"
+            } else {
+                ""
+            };
+        PrepareError::MissingImport {
+            module: module.to_owned(),
+            name: name.to_owned(),
+            hint,
+        }
+    }
+}
+
+/// An export as the entry point's check sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportKind {
+    /// A function taking this many parameters.
+    Function { params: usize },
+    /// A memory, table or global.
+    Other,
+}
+
+/// The export to call: `_start` unless `main` (`requested`) names another exported function;
+/// it must take no parameters. `exports` are the module's, as its backend reports them.
+pub fn resolve_entry<'a>(
+    exports: impl IntoIterator<Item = (&'a str, ExportKind)>,
+    requested: Option<&str>,
+) -> Result<String, PrepareError> {
+    let name = requested.unwrap_or("_start");
+    match exports.into_iter().find(|(export, _)| *export == name) {
+        Some((_, ExportKind::Function { params: 0 })) => Ok(name.to_owned()),
+        Some((_, ExportKind::Function { .. })) => Err(PrepareError::Invalid(format!(
+            "the entry point `{name}` must take no parameters"
+        ))),
+        _ => Err(PrepareError::MissingEntry(name.to_owned())),
     }
 }
 

@@ -10,16 +10,11 @@
 //! Only this build's own threads are signalled, and only while registered; a signal from
 //! elsewhere reaches the same empty handler and changes nothing.
 
-use std::{
-    collections::BTreeMap,
-    sync::{
-        Arc, Condvar, Mutex, Once,
-        atomic::{AtomicU64, Ordering},
-    },
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
+
+use super::deadline_queue::{DeadlineQueue, Expiry, Watch};
 
 /// The signal used; reserved by the wasmtime and wasmer builds.
 pub const SIGNAL: libc::c_int = libc::SIGUSR2;
@@ -29,110 +24,48 @@ const GRACE: Duration = Duration::from_millis(20);
 /// How often a thread still blocked is signalled again.
 const RETRY: Duration = Duration::from_millis(50);
 
-struct Entry {
-    thread: libc::pthread_t,
-    next: Instant,
-}
+/// A registered thread (its id, which on Linux is a plain integer), signalled at its time.
+pub struct BlockedThread(libc::pthread_t);
 
-#[derive(Default)]
-struct Shared {
-    entries: Mutex<BTreeMap<u64, Entry>>,
-    changed: Condvar,
+impl Expiry for BlockedThread {
+    fn expired(&mut self, now: Instant) -> Option<Instant> {
+        // SAFETY: the thread is registered, so it is alive (a registration is dropped on its
+        // own thread before that thread could end), and the handler is installed.
+        unsafe { libc::pthread_kill(self.0, SIGNAL) };
+        Some(now + RETRY)
+    }
 }
 
 /// The watchdog; cheap to clone.
 #[derive(Clone)]
 pub struct Unblocker {
-    shared: Arc<Shared>,
-    next_id: Arc<AtomicU64>,
+    queue: DeadlineQueue<BlockedThread>,
 }
 
 /// The calling thread stays registered until this is dropped.
-pub struct Registration {
-    shared: Arc<Shared>,
-    id: u64,
-}
+pub type Registration = Watch<BlockedThread>;
 
 impl Unblocker {
     /// Installs the signal handler (once per process) and starts the watchdog thread.
     pub fn start() -> anyhow::Result<Self> {
         install_handler()?;
-        let shared = Arc::new(Shared::default());
-        let watched = Arc::clone(&shared);
-        std::thread::Builder::new()
-            .name("host-call-unblocker".into())
-            .spawn(move || watch_forever(&watched))
-            .context("starting the host-call watchdog")?;
         Ok(Unblocker {
-            shared,
-            next_id: Arc::new(AtomicU64::new(0)),
+            queue: DeadlineQueue::start("host-call-unblocker")?,
         })
     }
 
     /// Registers the calling thread, running an activation due at `deadline`.
     pub fn register(&self, deadline: Instant) -> Registration {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let entry = Entry {
-            // SAFETY: pthread_self has no preconditions.
-            thread: unsafe { libc::pthread_self() },
-            next: deadline + GRACE,
-        };
-        self.shared.lock().insert(id, entry);
-        self.shared.changed.notify_one();
-        Registration {
-            shared: Arc::clone(&self.shared),
-            id,
-        }
-    }
-}
-
-impl Shared {
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Entry>> {
-        self.entries.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-impl Drop for Registration {
-    fn drop(&mut self) {
-        // Under the lock: once this returns, the thread is never signalled for this activation.
-        self.shared.lock().remove(&self.id);
-    }
-}
-
-fn watch_forever(shared: &Shared) {
-    let mut entries = shared.lock();
-    loop {
-        let now = Instant::now();
-        for entry in entries.values_mut().filter(|e| e.next <= now) {
-            // SAFETY: the thread is registered, so it is alive (a registration is dropped on
-            // its own thread before that thread could end), and the handler is installed.
-            unsafe { libc::pthread_kill(entry.thread, SIGNAL) };
-            entry.next = now + RETRY;
-        }
-        let wait = entries
-            .values()
-            .map(|e| e.next.saturating_duration_since(Instant::now()))
-            .min();
-        entries = match wait {
-            Some(wait) => {
-                shared
-                    .changed
-                    .wait_timeout(entries, wait)
-                    .unwrap_or_else(|p| p.into_inner())
-                    .0
-            }
-            None => shared
-                .changed
-                .wait(entries)
-                .unwrap_or_else(|p| p.into_inner()),
-        };
+        // SAFETY: pthread_self has no preconditions.
+        let thread = BlockedThread(unsafe { libc::pthread_self() });
+        self.queue.watch(deadline + GRACE, thread)
     }
 }
 
 extern "C" fn interrupt_system_call(_signal: libc::c_int) {}
 
 fn install_handler() -> anyhow::Result<()> {
-    static INSTALL: Once = Once::new();
+    static INSTALL: std::sync::Once = std::sync::Once::new();
     let mut result = Ok(());
     INSTALL.call_once(|| {
         // SAFETY: a zeroed sigaction with a valid handler and an empty mask is a complete

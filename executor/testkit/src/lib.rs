@@ -575,6 +575,19 @@ pub fn executor_binary() -> PathBuf {
     build_dir().join(package)
 }
 
+/// What the build under test can do, as its `/health` says (`portable_modules`,
+/// `guest_execution`, `suspends_guests`), asked once from an executor started for it: tests
+/// branch on these, not on the runtime's name.
+pub fn build_health() -> &'static Value {
+    static HEALTH: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    HEALTH.get_or_init(|| Executor::start().get("/health").expect(200).json())
+}
+
+/// Whether the build can suspend a guest on its request's task (`--guest-execution async`).
+pub fn suspends_guests() -> bool {
+    build_health()["suspends_guests"] == true
+}
+
 /// The runtime the executor under test was built with, as `/health` must report it:
 /// `WASM_EXECUTOR_RUNTIME`, else from the binary's name (`wasm-executor-<runtime>[-headless]`).
 pub fn build_runtime() -> &'static str {

@@ -11,14 +11,14 @@ use std::{
 };
 
 use wasm_executor::{
-    backend::opened::OpenedDescriptors,
+    backend::{
+        http_import::{GetReply, HeldBody, HttpImportFault},
+        opened::OpenedDescriptors,
+    },
     logs::{OutputCapture, Stream},
-    net::{HttpGetter, code},
+    net::HttpGetter,
     pool::CpuSlot,
 };
-
-/// Longest URL a guest may pass to `http_get`.
-pub const MAX_URL_BYTES: u32 = 8192;
 
 /// Wasm page size.
 const PAGE_BYTES: u64 = 65_536;
@@ -33,20 +33,6 @@ pub struct HostState {
     cpu: RefCell<CpuSlot>,
     /// The descriptors the guest opened and still holds.
     opened: RefCell<OpenedDescriptors>,
-}
-
-/// A response (or error text) waiting for the guest to read it with `http_read`.
-#[derive(Default)]
-struct HeldBody {
-    bytes: Vec<u8>,
-    read: usize,
-}
-
-/// What `http_get` hands back to the guest besides the body.
-pub struct HttpGetReply {
-    pub result: i32,
-    pub status: u32,
-    pub body_len: u32,
 }
 
 impl HostState {
@@ -99,36 +85,20 @@ impl HostState {
     }
 
     /// Performs the GET (bounded by the activation's deadline) and holds the body for
-    /// `http_read`; `None` without the capability.
-    pub fn http_get(&self, url: &str) -> Option<HttpGetReply> {
-        let getter = self.net.as_ref()?;
+    /// `http_read`.
+    pub fn http_get(&self, url: &str) -> Result<GetReply, HttpImportFault> {
+        let getter = self.net.as_ref().ok_or(HttpImportFault::NoCapability)?;
         let fetched = self.off_cpu(|| getter.get_blocking(url, self.deadline));
-        let (result, status, bytes) = match fetched {
-            Ok(response) => (code::OK, u32::from(response.status), response.body),
-            Err(error) => (error.code(), 0, error.to_string().into_bytes()),
-        };
-        // The getter bounds bodies far below 4 GiB; saturate rather than fail if it ever did not.
-        let body_len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
-        *self.held.borrow_mut() = HeldBody { bytes, read: 0 };
-        Some(HttpGetReply {
-            result,
-            status,
-            body_len,
-        })
+        self.held.borrow_mut().hold(fetched)
     }
 
     /// Copies the next part of the held body into `buf`; returns how many bytes.
-    pub fn http_read(&self, buf: &mut [u8]) -> usize {
+    pub fn http_read(&self, buf: &mut [u8]) -> i32 {
         let mut held = self.held.borrow_mut();
-        let chunk = (held.bytes.len() - held.read)
-            .min(buf.len())
-            .min(i32::MAX as usize);
-        buf[..chunk].copy_from_slice(&held.bytes[held.read..held.read + chunk]);
-        held.read += chunk;
-        if held.read == held.bytes.len() {
-            *held = HeldBody::default();
-        }
-        chunk
+        let chunk = held.next_chunk(u32::try_from(buf.len()).unwrap_or(u32::MAX));
+        let written = chunk.len();
+        buf[..written].copy_from_slice(chunk);
+        held.consume(written)
     }
 
     /// Called when WAMR refused to grow linear memory from `current_bytes` by `pages`.
@@ -160,7 +130,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn held_body_is_read_in_chunks_then_gone() {
+    fn the_held_body_is_read_into_guest_buffers() {
         let host = HostState::new(
             OutputCapture::new(1024, 1024),
             None,
@@ -168,10 +138,13 @@ mod tests {
             1 << 20,
             CpuSlot::detached(),
         );
-        *host.held.borrow_mut() = HeldBody {
-            bytes: b"hello world".to_vec(),
-            read: 0,
-        };
+        host.held
+            .borrow_mut()
+            .hold(Ok(wasm_executor::net::HttpResponse {
+                status: 200,
+                body: b"hello world".to_vec(),
+            }))
+            .unwrap();
         let mut buf = [0u8; 4];
         assert_eq!(host.http_read(&mut buf), 4);
         assert_eq!(&buf, b"hell");
@@ -179,8 +152,9 @@ mod tests {
         assert_eq!(host.http_read(&mut rest), 7);
         assert_eq!(&rest[..7], b"o world");
         assert_eq!(host.http_read(&mut rest), 0);
-        assert!(
-            host.http_get("http://example.com/").is_none(),
+        assert_eq!(
+            host.http_get("http://example.com/"),
+            Err(HttpImportFault::NoCapability),
             "no capability, no request"
         );
     }

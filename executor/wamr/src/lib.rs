@@ -24,8 +24,8 @@ use self::{
     watchdog::Watchdog,
 };
 use wasm_executor::backend::{
-    Activation, Backend, BackendSettings, GuestExit, ModuleSpec, PortableModules, PrepareError,
-    PrepareInput, missing_import_hint,
+    self, Activation, Backend, BackendSettings, GuestExit, ModuleSpec, PortableModules,
+    PrepareError, PrepareInput, resolve_entry,
 };
 use wasm_executor::{net, pool::CpuSlot};
 
@@ -141,7 +141,7 @@ impl Backend for WamrBackend {
         spec: &ModuleSpec,
     ) -> Result<PreparedModule, PrepareError> {
         check_imports(code, spec)?;
-        let entry = resolve_entry(code, spec.entry.as_deref())?;
+        let entry = entry_of(code, spec.entry.as_deref())?;
         tracing::debug!(kind = ?code.kind(), %entry, "module linked");
         Ok(PreparedModule {
             module: Arc::clone(code),
@@ -255,20 +255,15 @@ fn check_imports(module: &LoadedModule, spec: &ModuleSpec) -> Result<(), Prepare
     for import in module.imports() {
         let net_refused = import.module == net::IMPORT_MODULE && spec.net.is_none();
         if !import.linked || net_refused {
-            let hint = missing_import_hint(&import.module, &import.name);
-            return Err(PrepareError::MissingImport {
-                module: import.module,
-                name: import.name,
-                hint,
-            });
+            return Err(PrepareError::missing_import(&import.module, &import.name));
         }
     }
     Ok(())
 }
 
-/// The export to call: `_start` unless `main` names another exported function. Modules with
-/// functions WAMR would run during instantiation are refused (see the start-function check).
-fn resolve_entry(module: &LoadedModule, requested: Option<&str>) -> Result<String, PrepareError> {
+/// The export to call (see [`resolve_entry`]). Modules with functions WAMR would run during
+/// instantiation are refused (see the start-function check).
+fn entry_of(module: &LoadedModule, requested: Option<&str>) -> Result<String, PrepareError> {
     let exports = module.exports();
     if let Some(export) = exports
         .iter()
@@ -279,12 +274,14 @@ fn resolve_entry(module: &LoadedModule, requested: Option<&str>) -> Result<Strin
             export.name
         )));
     }
-    let name = requested.unwrap_or("_start");
-    match exports.iter().find(|e| e.name == name).map(|e| e.kind) {
-        Some(ExportKind::Func { params: 0 }) => Ok(name.to_owned()),
-        Some(ExportKind::Func { .. }) => Err(PrepareError::Invalid(format!(
-            "the entry point `{name}` must take no parameters"
-        ))),
-        _ => Err(PrepareError::MissingEntry(name.to_owned())),
-    }
+    let exports = exports.iter().map(|export| {
+        let kind = match export.kind {
+            ExportKind::Func { params } => backend::ExportKind::Function {
+                params: params as usize,
+            },
+            _ => backend::ExportKind::Other,
+        };
+        (export.name.as_str(), kind)
+    });
+    resolve_entry(exports, requested)
 }

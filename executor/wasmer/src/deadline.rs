@@ -17,18 +17,17 @@
 //! deadline, and guest code pays nothing: no instruction is added to it.
 
 use std::{
-    collections::BTreeMap,
     sync::{
-        Arc, Condvar, Mutex,
+        Arc,
         atomic::{AtomicBool, AtomicU64, Ordering},
     },
     time::{Duration, Instant},
 };
 
-use anyhow::Context;
+use wasm_executor::backend::deadline_queue::{self, DeadlineQueue, Expiry};
 use wasmer::Interrupter;
 
-use super::host::HostStop;
+use super::stop::HostStop;
 
 /// How long a guest past its deadline must make no host call before it is signalled: far
 /// longer than the few instructions wasmer runs after a host call, even if the thread is
@@ -89,83 +88,56 @@ impl RunClock {
     }
 }
 
-struct Watched {
+/// What the queue does with an activation past its deadline.
+pub struct Interruption {
     clock: Arc<RunClock>,
     interrupter: Interrupter,
-    /// When to look at this activation next.
-    next: Instant,
-    /// Host calls counted at the last look after the deadline.
+    /// Host calls counted at the last check after the deadline.
     seen_calls: Option<u64>,
 }
 
-#[derive(Default)]
-struct Shared {
-    watched: Mutex<BTreeMap<u64, Watched>>,
-    changed: Condvar,
-}
-
-/// The watchdog thread and its list of running activations.
-#[derive(Clone)]
-pub struct Watchdog {
-    shared: Arc<Shared>,
-    next_id: Arc<AtomicU64>,
-}
-
-/// Keeps an activation watched; dropping it (when the run ends) stops the watching.
-pub struct Watch {
-    shared: Arc<Shared>,
-    id: u64,
-}
-
-impl Drop for Watch {
-    fn drop(&mut self) {
-        let mut watched = self
-            .shared
-            .watched
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        watched.remove(&self.id);
+impl Expiry for Interruption {
+    /// Signals the guest if it has been computing without a host call since the last check,
+    /// else checks again after another quiet period.
+    fn expired(&mut self, now: Instant) -> Option<Instant> {
+        let calls = self.clock.host_calls.load(Ordering::SeqCst);
+        let quiet = self.seen_calls == Some(calls) && !self.clock.in_host.load(Ordering::SeqCst);
+        self.seen_calls = Some(calls);
+        if quiet {
+            self.clock.signalled.store(true, Ordering::SeqCst);
+            self.interrupter.interrupt();
+            Some(now + RETRY)
+        } else {
+            Some(now + QUIET)
+        }
     }
 }
 
+/// The deadline queue of running activations.
+#[derive(Clone)]
+pub struct Watchdog {
+    queue: DeadlineQueue<Interruption>,
+}
+
+/// Keeps an activation watched; dropping it (when the run ends) stops the watching.
+pub type Watch = deadline_queue::Watch<Interruption>;
+
 impl Watchdog {
     pub fn start() -> anyhow::Result<Self> {
-        let shared = Arc::new(Shared::default());
-        let thread_shared = Arc::clone(&shared);
-        std::thread::Builder::new()
-            .name("wasm-deadlines".into())
-            .spawn(move || watch_forever(&thread_shared))
-            .context("starting the deadline watchdog")?;
         Ok(Watchdog {
-            shared,
-            next_id: Arc::new(AtomicU64::new(0)),
+            queue: DeadlineQueue::start("wasm-deadlines")?,
         })
     }
 
     /// Watches an activation until the returned guard is dropped.
     pub fn watch(&self, clock: Arc<RunClock>, interrupter: Interrupter) -> Watch {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let next = clock.deadline;
-        let mut watched = self
-            .shared
-            .watched
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        watched.insert(
-            id,
-            Watched {
-                clock,
-                interrupter,
-                next,
-                seen_calls: None,
-            },
-        );
-        drop(watched);
-        self.shared.changed.notify_one();
-        Watch {
-            shared: Arc::clone(&self.shared),
-            id,
-        }
+        let deadline = clock.deadline;
+        let interruption = Interruption {
+            clock,
+            interrupter,
+            seen_calls: None,
+        };
+        self.queue.watch(deadline, interruption)
     }
 }
 
@@ -221,44 +193,4 @@ extern "C" fn only_own_interrupts(
             handler(signal, info, context);
         }
     }
-}
-
-fn watch_forever(shared: &Shared) {
-    let mut watched = shared.watched.lock().unwrap_or_else(|p| p.into_inner());
-    loop {
-        let now = Instant::now();
-        for entry in watched.values_mut() {
-            if entry.next <= now {
-                look(entry, now);
-            }
-        }
-        watched = match watched.values().map(|w| w.next).min() {
-            Some(next) => {
-                shared
-                    .changed
-                    .wait_timeout(watched, next.saturating_duration_since(Instant::now()))
-                    .unwrap_or_else(|p| p.into_inner())
-                    .0
-            }
-            None => shared
-                .changed
-                .wait(watched)
-                .unwrap_or_else(|p| p.into_inner()),
-        };
-    }
-}
-
-/// One look at an activation past its deadline: signal it if it has been computing without a
-/// host call since the last look, else look again after another quiet period.
-fn look(entry: &mut Watched, now: Instant) {
-    let calls = entry.clock.host_calls.load(Ordering::SeqCst);
-    let quiet = entry.seen_calls == Some(calls) && !entry.clock.in_host.load(Ordering::SeqCst);
-    if quiet {
-        entry.clock.signalled.store(true, Ordering::SeqCst);
-        entry.interrupter.interrupt();
-        entry.next = now + RETRY;
-    } else {
-        entry.next = now + QUIET;
-    }
-    entry.seen_calls = Some(calls);
 }

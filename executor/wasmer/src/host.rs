@@ -1,12 +1,16 @@
-//! The host state one activation's imports share, and how a host function stops its guest.
+//! The host state one activation's imports share: the store data that gives WASI and the HTTP
+//! import what each of them works with.
 
 use std::sync::Arc;
 
-use thiserror::Error;
 use wasmer::Memory;
 
-use super::{deadline::RunClock, http_import::HeldBody, wasi::WasiCtx};
-use wasm_executor::{net::HttpGetter, pool::CpuSlot};
+use super::{
+    deadline::RunClock,
+    http_import::{HttpEnv, HttpParts},
+    wasi::{WasiCtx, WasiEnv, WasiParts},
+};
+use wasm_executor::{backend::http_import::HeldBody, net::HttpGetter, pool::CpuSlot};
 
 /// The `FunctionEnv` data of one activation's store.
 pub struct RunEnv {
@@ -20,14 +24,31 @@ pub struct RunEnv {
     pub cpu: CpuSlot,
 }
 
-/// Why a host function ends the activation instead of returning to the guest. It travels
-/// through wasmer as a user error of the trap and is recovered by downcasting.
-#[derive(Debug, Error)]
-pub enum HostStop {
-    #[error("the guest exited with status {0}")]
-    Exit(i32),
-    #[error("the activation's deadline passed")]
-    Deadline,
-    #[error("{0}")]
-    Fault(String),
+impl WasiEnv for RunEnv {
+    fn clock(&self) -> &Arc<RunClock> {
+        &self.clock
+    }
+
+    fn wasi_parts(&mut self) -> WasiParts<'_> {
+        WasiParts {
+            memory: self.memory.as_ref(),
+            ctx: &mut self.wasi,
+            cpu: &mut self.cpu,
+        }
+    }
+}
+
+impl HttpEnv for RunEnv {
+    fn clock(&self) -> &Arc<RunClock> {
+        &self.clock
+    }
+
+    fn http_parts(&mut self) -> HttpParts<'_> {
+        HttpParts {
+            memory: self.memory.as_ref(),
+            getter: self.net.as_ref(),
+            held: &mut self.held,
+            cpu: &mut self.cpu,
+        }
+    }
 }

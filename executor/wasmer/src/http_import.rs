@@ -1,114 +1,101 @@
 //! The `openwhisk::http_get` / `openwhisk::http_read` imports for wasmer: marshalling between
-//! guest memory and the shared [`wasm_executor::net::HttpGetter`]. Linked only for `net_access` actions.
+//! guest memory and the library's [`http_import`] (its policy and held body). Linked only for
+//! `net_access` actions.
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Instant};
 
-use wasmer::{Function, FunctionEnv, FunctionEnvMut, MemoryView, Store};
+use wasmer::{Function, FunctionEnv, FunctionEnvMut, Memory, MemoryView, Store};
 
-use super::host::{HostStop, RunEnv};
-use wasm_executor::net::code;
+use super::{deadline::RunClock, stop::HostStop};
+use wasm_executor::{
+    backend::http_import::{self, HeldBody, HttpImportFault},
+    net::HttpGetter,
+    pool::CpuSlot,
+};
 
-/// Longest URL a guest may pass.
-const MAX_URL_BYTES: u32 = 8192;
+/// What the store data of an activation gives the HTTP import.
+pub trait HttpEnv: Send + 'static {
+    fn clock(&self) -> &Arc<RunClock>;
+    fn http_parts(&mut self) -> HttpParts<'_>;
+}
 
-/// A response (or error text) waiting for the guest to read it.
-#[derive(Default)]
-pub struct HeldBody {
-    bytes: Vec<u8>,
-    read: usize,
+/// The parts of an activation's state the HTTP import works with.
+pub struct HttpParts<'a> {
+    /// The exported memory, once instantiated.
+    pub memory: Option<&'a Memory>,
+    /// The action's getter (with `net_access`).
+    pub getter: Option<&'a Arc<HttpGetter>>,
+    pub held: &'a mut HeldBody,
+    /// The guest's CPU slot, given back while a request waits.
+    pub cpu: &'a mut CpuSlot,
 }
 
 /// Builds `openwhisk::<name>` for one store, or `None` for a name the module does not have.
-pub fn function(store: &mut Store, env: &FunctionEnv<RunEnv>, name: &str) -> Option<Function> {
+pub fn function<E: HttpEnv>(
+    store: &mut Store,
+    env: &FunctionEnv<E>,
+    name: &str,
+) -> Option<Function> {
     match name {
-        "http_get" => Some(Function::new_typed_with_env(store, env, http_get)),
-        "http_read" => Some(Function::new_typed_with_env(store, env, http_read)),
+        "http_get" => Some(Function::new_typed_with_env(store, env, http_get::<E>)),
+        "http_read" => Some(Function::new_typed_with_env(store, env, http_read::<E>)),
         _ => None,
     }
 }
 
-fn fault(what: &str) -> HostStop {
-    HostStop::Fault(format!("{what} out of bounds"))
-}
-
 /// Runs `body` between the deadline checks every host function makes (see `deadline.rs`).
-fn guarded(
-    fenv: &mut FunctionEnvMut<'_, RunEnv>,
-    body: impl FnOnce(&mut RunEnv, &MemoryView<'_>) -> Result<i32, HostStop>,
+fn guarded<E: HttpEnv>(
+    fenv: &mut FunctionEnvMut<'_, E>,
+    body: impl FnOnce(HttpParts<'_>, &MemoryView<'_>, Instant) -> Result<i32, HttpImportFault>,
 ) -> Result<i32, HostStop> {
-    let clock = Arc::clone(&fenv.data().clock);
+    let clock = Arc::clone(fenv.data().clock());
     clock.enter()?;
     let (data, store) = fenv.data_and_store_mut();
-    let result = match data.memory.clone() {
-        Some(memory) => body(data, &memory.view(&store)),
-        None => Err(HostStop::Fault("the module exports no memory".into())),
+    let parts = data.http_parts();
+    let result = match parts.memory {
+        Some(memory) => body(parts, &memory.view(&store), clock.deadline()),
+        None => Err(HttpImportFault::NoMemory),
     };
     clock.leave()?;
-    result
+    result.map_err(|fault| HostStop::Fault(fault.to_string()))
 }
 
-fn http_get(
-    mut fenv: FunctionEnvMut<'_, RunEnv>,
+fn http_get<E: HttpEnv>(
+    mut fenv: FunctionEnvMut<'_, E>,
     url_ptr: u32,
     url_len: u32,
     status_ptr: u32,
     len_ptr: u32,
 ) -> Result<i32, HostStop> {
-    guarded(&mut fenv, |data, view| {
-        if url_len > MAX_URL_BYTES {
-            return Err(HostStop::Fault(format!(
-                "http_get: URL longer than {MAX_URL_BYTES} bytes"
-            )));
-        }
+    guarded(&mut fenv, |call, view, deadline| {
+        http_import::check_url_len(url_len)?;
         let mut url = vec![0u8; url_len as usize];
         view.read(u64::from(url_ptr), &mut url)
-            .map_err(|_| fault("http_get: URL"))?;
-        let url = String::from_utf8_lossy(&url).into_owned();
-        let getter = data
-            .net
-            .clone()
-            .ok_or_else(|| HostStop::Fault("http_get without net_access".into()))?;
-        let deadline = data.clock.deadline();
-        let fetched = data
+            .map_err(|_| HttpImportFault::UrlOutOfBounds)?;
+        let url = http_import::url_text(&url);
+        let getter = call.getter.ok_or(HttpImportFault::NoCapability)?;
+        let fetched = call
             .cpu
             .released_while(deadline, || getter.get_blocking(&url, deadline));
-        let (result, status, bytes) = match fetched {
-            Ok(response) => (code::OK, u32::from(response.status), response.body),
-            Err(error) => (error.code(), 0, error.to_string().into_bytes()),
-        };
-        let len = u32::try_from(bytes.len())
-            .map_err(|_| HostStop::Fault("http_get: body too large".into()))?;
-        view.write(u64::from(status_ptr), &status.to_le_bytes())
-            .map_err(|_| fault("http_get: status pointer"))?;
-        view.write(u64::from(len_ptr), &len.to_le_bytes())
-            .map_err(|_| fault("http_get: length pointer"))?;
-        data.held = HeldBody { bytes, read: 0 };
-        Ok(result)
+        let reply = call.held.hold(fetched)?;
+        for (at, value) in [(status_ptr, reply.status), (len_ptr, reply.body_len)] {
+            view.write(u64::from(at), &value.to_le_bytes())
+                .map_err(|_| HttpImportFault::ReplyOutOfBounds)?;
+        }
+        Ok(reply.result)
     })
 }
 
-fn http_read(
-    mut fenv: FunctionEnvMut<'_, RunEnv>,
+fn http_read<E: HttpEnv>(
+    mut fenv: FunctionEnvMut<'_, E>,
     buf_ptr: u32,
     buf_len: u32,
 ) -> Result<i32, HostStop> {
-    guarded(&mut fenv, |data, view| {
-        let held = std::mem::take(&mut data.held);
-        let chunk = (held.bytes.len() - held.read)
-            .min(buf_len as usize)
-            .min(i32::MAX as usize);
-        view.write(
-            u64::from(buf_ptr),
-            &held.bytes[held.read..held.read + chunk],
-        )
-        .map_err(|_| fault("http_read: buffer"))?;
-        let read = held.read + chunk;
-        if read < held.bytes.len() {
-            data.held = HeldBody {
-                bytes: held.bytes,
-                read,
-            };
-        }
-        Ok(chunk as i32)
+    guarded(&mut fenv, |call, view, _| {
+        let chunk = call.held.next_chunk(buf_len);
+        view.write(u64::from(buf_ptr), chunk)
+            .map_err(|_| HttpImportFault::BufferOutOfBounds)?;
+        let written = chunk.len();
+        Ok(call.held.consume(written))
     })
 }

@@ -7,11 +7,7 @@ use std::{sync::Arc, time::Instant};
 use wasmer::{Engine, ExternType, FunctionEnv, Imports, Module, Store};
 
 use super::{deadline::RunClock, host::RunEnv, http_import, wasi};
-use wasm_executor::{
-    backend::{PrepareError, missing_import_hint},
-    net::IMPORT_MODULE,
-    pool::CpuSlot,
-};
+use wasm_executor::{backend::PrepareError, net::IMPORT_MODULE, pool::CpuSlot};
 
 /// The host function for `module::name`, when this container provides it.
 fn provide(
@@ -43,11 +39,7 @@ pub fn check(engine: &Engine, module: &Module, net: bool) -> Result<(), PrepareE
         },
     );
     for import in module.imports() {
-        let missing = || PrepareError::MissingImport {
-            module: import.module().to_owned(),
-            name: import.name().to_owned(),
-            hint: missing_import_hint(import.module(), import.name()),
-        };
+        let missing = || PrepareError::missing_import(import.module(), import.name());
         let ExternType::Function(wanted) = import.ty() else {
             return Err(missing());
         };

@@ -20,25 +20,27 @@ mod imports;
 mod memory;
 #[cfg(target_arch = "aarch64")]
 mod soft_float;
+mod stop;
 mod wasi;
 
 use std::sync::Arc;
 
 use wasm_artifact::RuntimeId;
 use wasmer::{
-    Engine, ExportType, ExternType, FunctionEnv, Instance, InstantiationError, Module,
-    RuntimeError, Store, Value,
+    Engine, ExternType, FunctionEnv, Instance, InstantiationError, Module, RuntimeError, Store,
+    Value,
 };
 
 use self::{
     deadline::{RunClock, Watchdog},
-    host::{HostStop, RunEnv},
+    host::RunEnv,
     memory::MemoryBudget,
+    stop::HostStop,
     wasi::WasiCtx,
 };
 use wasm_executor::backend::{
-    Activation, Backend, BackendSettings, GuestExit, ModuleSpec, PortableModules, PrepareError,
-    PrepareInput,
+    Activation, Backend, BackendSettings, ExportKind, GuestExit, ModuleSpec, PortableModules,
+    PrepareError, PrepareInput, resolve_entry,
 };
 use wasm_executor::pool::CpuSlot;
 
@@ -124,7 +126,7 @@ impl Backend for WasmerBackend {
         code: &Arc<LoadedCode>,
         spec: &ModuleSpec,
     ) -> Result<PreparedModule, PrepareError> {
-        let entry = resolve_entry(&code.module, spec.entry.as_deref())?;
+        let entry = entry_of(&code.module, spec.entry.as_deref())?;
         imports::check(&code.engine, &code.module, spec.net.is_some())?;
         Ok(PreparedModule {
             code: Arc::clone(code),
@@ -242,17 +244,24 @@ fn compiled_code_key() -> (String, String, String, String) {
     )
 }
 
-/// The export to call: `_start` unless `main` names another exported function.
-fn resolve_entry(module: &Module, requested: Option<&str>) -> Result<String, PrepareError> {
-    let name = requested.unwrap_or("_start");
-    let export: Option<ExportType> = module.exports().find(|e| e.name() == name);
-    match export.as_ref().map(|e| e.ty()) {
-        Some(ExternType::Function(ty)) if ty.params().is_empty() => Ok(name.to_owned()),
-        Some(ExternType::Function(_)) => Err(PrepareError::Invalid(format!(
-            "the entry point `{name}` must take no parameters"
-        ))),
-        _ => Err(PrepareError::MissingEntry(name.to_owned())),
-    }
+/// The export to call (see [`resolve_entry`]).
+fn entry_of(module: &Module, requested: Option<&str>) -> Result<String, PrepareError> {
+    let exports: Vec<(String, ExportKind)> = module
+        .exports()
+        .map(|export| {
+            let kind = match export.ty() {
+                ExternType::Function(ty) => ExportKind::Function {
+                    params: ty.params().len(),
+                },
+                _ => ExportKind::Other,
+            };
+            (export.name().to_owned(), kind)
+        })
+        .collect();
+    resolve_entry(
+        exports.iter().map(|(name, kind)| (name.as_str(), *kind)),
+        requested,
+    )
 }
 
 fn classify(error: RuntimeError, budget: &MemoryBudget, clock: &RunClock) -> GuestExit {

@@ -1,22 +1,15 @@
 //! The `openwhisk::http_get` / `openwhisk::http_read` imports for wasmtime: marshalling between
-//! guest memory and the shared [`wasm_executor::net::HttpGetter`], the guest suspended (without its CPU
-//! slot) while the request is under way. Linked only for `net_access` actions.
+//! guest memory and the library's [`http_import`] (its policy and held body), the guest
+//! suspended (without its CPU slot) while the request is under way. Linked only for
+//! `net_access` actions.
 
 use wasmtime::{Caller, Linker, Memory};
-use wasmtime::{error::Context as _, format_err};
 
 use super::RunState;
-use wasm_executor::net::{IMPORT_MODULE, code};
-
-/// Longest URL a guest may pass.
-const MAX_URL_BYTES: u32 = 8192;
-
-/// A response (or error text) waiting for the guest to read it.
-#[derive(Default)]
-pub struct HeldBody {
-    bytes: Vec<u8>,
-    read: usize,
-}
+use wasm_executor::{
+    backend::http_import::{self, HttpImportFault},
+    net::IMPORT_MODULE,
+};
 
 pub fn add_to_linker(linker: &mut Linker<RunState>) -> wasmtime::Result<()> {
     linker.func_wrap_async(
@@ -32,25 +25,15 @@ pub fn add_to_linker(linker: &mut Linker<RunState>) -> wasmtime::Result<()> {
         "http_read",
         |mut caller: Caller<'_, RunState>, buf_ptr: u32, buf_len: u32| -> wasmtime::Result<i32> {
             let memory = guest_memory(&mut caller)?;
-            let held = std::mem::take(&mut caller.data_mut().held);
-            let chunk = (held.bytes.len() - held.read)
-                .min(buf_len as usize)
-                .min(i32::MAX as usize);
-            memory
-                .write(
-                    &mut caller,
-                    buf_ptr as usize,
-                    &held.bytes[held.read..held.read + chunk],
-                )
-                .context("http_read: buffer out of bounds")?;
-            let read = held.read + chunk;
-            if read < held.bytes.len() {
-                caller.data_mut().held = HeldBody {
-                    bytes: held.bytes,
-                    read,
-                };
-            }
-            Ok(chunk as i32)
+            let (memory_bytes, state) = memory.data_and_store_mut(&mut caller);
+            let chunk = state.held.next_chunk(buf_len);
+            memory_bytes
+                .get_mut(buf_ptr as usize..)
+                .and_then(|tail| tail.get_mut(..chunk.len()))
+                .ok_or(HttpImportFault::BufferOutOfBounds)?
+                .copy_from_slice(chunk);
+            let written = chunk.len();
+            Ok(state.held.consume(written))
         },
     )?;
     Ok(())
@@ -64,40 +47,28 @@ async fn http_get(
     len_ptr: u32,
 ) -> wasmtime::Result<i32> {
     let memory = guest_memory(&mut caller)?;
-    if url_len > MAX_URL_BYTES {
-        return Err(format_err!(
-            "http_get: URL longer than {MAX_URL_BYTES} bytes"
-        ));
-    }
+    http_import::check_url_len(url_len)?;
     let mut url = vec![0u8; url_len as usize];
     memory
         .read(&caller, url_ptr as usize, &mut url)
-        .context("http_get: URL out of bounds")?;
-    let url = String::from_utf8_lossy(&url).into_owned();
+        .map_err(|_| HttpImportFault::UrlOutOfBounds)?;
+    let url = http_import::url_text(&url);
     let state = caller.data_mut();
-    let getter = state
-        .net
-        .clone()
-        .ok_or_else(|| format_err!("http_get without net_access"))?;
+    let getter = state.net.clone().ok_or(HttpImportFault::NoCapability)?;
     let deadline = state.deadline;
-    let (result, status, bytes) = match state.off_cpu(getter.get(&url, deadline)).await {
-        Ok(response) => (code::OK, u32::from(response.status), response.body),
-        Err(error) => (error.code(), 0, error.to_string().into_bytes()),
-    };
-    let len = u32::try_from(bytes.len()).context("http_get: body too large")?;
-    memory
-        .write(&mut caller, status_ptr as usize, &status.to_le_bytes())
-        .context("http_get: status pointer out of bounds")?;
-    memory
-        .write(&mut caller, len_ptr as usize, &len.to_le_bytes())
-        .context("http_get: length pointer out of bounds")?;
-    caller.data_mut().held = HeldBody { bytes, read: 0 };
-    Ok(result)
+    let fetched = state.off_cpu(getter.get(&url, deadline)).await;
+    let reply = caller.data_mut().held.hold(fetched)?;
+    for (at, value) in [(status_ptr, reply.status), (len_ptr, reply.body_len)] {
+        memory
+            .write(&mut caller, at as usize, &value.to_le_bytes())
+            .map_err(|_| HttpImportFault::ReplyOutOfBounds)?;
+    }
+    Ok(reply.result)
 }
 
-fn guest_memory(caller: &mut Caller<'_, RunState>) -> wasmtime::Result<Memory> {
+fn guest_memory(caller: &mut Caller<'_, RunState>) -> Result<Memory, HttpImportFault> {
     caller
         .get_export("memory")
         .and_then(|e| e.into_memory())
-        .ok_or_else(|| format_err!("the module exports no memory"))
+        .ok_or(HttpImportFault::NoMemory)
 }

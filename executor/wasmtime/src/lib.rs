@@ -23,11 +23,11 @@ use wasmtime::{
 };
 use wasmtime_wasi::{FsPerms, I32Exit, WasiCtxBuilder, p1::WasiP1Ctx, p2::pipe::MemoryInputPipe};
 
-use self::{http_import::HeldBody, poll::GuestMonotonicClock, stdio::CaptureStream};
+use self::{poll::GuestMonotonicClock, stdio::CaptureStream};
 use wasm_executor::backend::{
-    Activation, Backend, BackendSettings, GuestExit, MAX_TABLE_ELEMENTS, ModuleSpec,
-    PortableModules, PrepareError, PrepareInput, disk_cache::DiskCache, missing_import_hint,
-    unblock::Unblocker,
+    Activation, Backend, BackendSettings, ExportKind, GuestExit, MAX_TABLE_ELEMENTS, ModuleSpec,
+    PortableModules, PrepareError, PrepareInput, disk_cache::DiskCache, http_import::HeldBody,
+    resolve_entry, unblock::Unblocker,
 };
 use wasm_executor::{
     backend::opened::OpenedDescriptors, logs::Stream, net::HttpGetter, pool::CpuSlot,
@@ -179,7 +179,7 @@ impl Backend for WasmtimeBackend {
         code: &Arc<LoadedCode>,
         spec: &ModuleSpec,
     ) -> Result<PreparedModule, PrepareError> {
-        let entry = resolve_entry(&code.module, spec.entry.as_deref())?;
+        let entry = entry_of(&code.module, spec.entry.as_deref())?;
         let with_net = spec.net.is_some();
         let pre = match code.linked[usize::from(with_net)].get() {
             Some(pre) => pre.clone(),
@@ -332,16 +332,18 @@ impl WasmtimeBackend {
     }
 }
 
-/// The export to call: `_start` unless `main` names another exported function.
-fn resolve_entry(module: &Module, requested: Option<&str>) -> Result<String, PrepareError> {
-    let name = requested.unwrap_or("_start");
-    match module.get_export(name) {
-        Some(ExternType::Func(ty)) if ty.params().len() == 0 => Ok(name.to_owned()),
-        Some(ExternType::Func(_)) => Err(PrepareError::Invalid(format!(
-            "the entry point `{name}` must take no parameters"
-        ))),
-        _ => Err(PrepareError::MissingEntry(name.to_owned())),
-    }
+/// The export to call (see [`resolve_entry`]).
+fn entry_of(module: &Module, requested: Option<&str>) -> Result<String, PrepareError> {
+    let exports = module.exports().map(|export| {
+        let kind = match export.ty() {
+            ExternType::Func(ty) => ExportKind::Function {
+                params: ty.params().len(),
+            },
+            _ => ExportKind::Other,
+        };
+        (export.name(), kind)
+    });
+    resolve_entry(exports, requested)
 }
 
 /// Names the first import the linker does not provide, with a hint when an annotation would.
@@ -370,11 +372,7 @@ fn check_imports(
         if matches!(import.ty(), ExternType::Func(_))
             && linker.get_by_import(&mut probe, &import).is_none()
         {
-            return Err(PrepareError::MissingImport {
-                module: import.module().to_owned(),
-                name: import.name().to_owned(),
-                hint: missing_import_hint(import.module(), import.name()),
-            });
+            return Err(PrepareError::missing_import(import.module(), import.name()));
         }
     }
     Ok(())

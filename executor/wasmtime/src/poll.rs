@@ -1,7 +1,7 @@
 //! `poll_oneoff` in place of wasmtime-wasi's: a sleeping guest is suspended on a timer, without
 //! its CPU slot, where epoch interruption cannot reach it, so the wait itself must end at the
 //! activation's deadline: subscriptions are decoded and judged by the shared implementation
-//! (`backend/poll.rs`), and a wait that reaches the deadline ends the activation as timed out.
+//! (`executor/decode/src/poll.rs`), and a wait that reaches the deadline ends the activation as timed out.
 //! The guest's monotonic clock is [`GuestMonotonicClock`], so absolute timeouts mean what the
 //! guest read.
 

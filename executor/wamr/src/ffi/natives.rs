@@ -26,7 +26,8 @@ use std::{
 
 use wamr_runtime_sys as sys;
 
-use crate::host::{HostState, MAX_URL_BYTES};
+use crate::host::HostState;
+use wasm_executor::backend::http_import::{self, HttpImportFault};
 use wasm_executor::{
     backend::{
         host_limits::{MAX_IO_BYTES, MAX_IOVECS, RANDOM_CHUNK},
@@ -215,6 +216,16 @@ unsafe fn guest_ptr(inst: sys::wasm_module_inst_t, offset: u32, len: u32) -> Opt
 unsafe fn trap(inst: sys::wasm_module_inst_t, message: &CStr) {
     // SAFETY: per the contract; WAMR copies the message.
     unsafe { sys::wasm_runtime_set_exception(inst, message.as_ptr()) };
+}
+
+/// [`trap`] with the HTTP import's fault as the message.
+///
+/// SAFETY: as for [`trap`].
+unsafe fn trap_with(inst: sys::wasm_module_inst_t, fault: HttpImportFault) {
+    // The faults' messages hold no NUL.
+    let message = std::ffi::CString::new(fault.to_string()).unwrap_or_default();
+    // SAFETY: per the contract.
+    unsafe { trap(inst, &message) };
 }
 
 /// WASI `fd_write` with stdout and stderr captured: at most [`MAX_IOVECS`] iovecs (on every
@@ -447,26 +458,30 @@ unsafe extern "C" fn http_get(
     // SAFETY: `inst` is the running instance on this thread (for every use below).
     unsafe {
         let Some(host) = host_of(inst).filter(|host| host.has_net()) else {
-            trap(inst, c"http_get without net_access");
+            trap_with(inst, HttpImportFault::NoCapability);
             return 0;
         };
-        if url_len > MAX_URL_BYTES {
-            trap(inst, c"http_get: URL longer than 8192 bytes");
+        if let Err(fault) = http_import::check_url_len(url_len) {
+            trap_with(inst, fault);
             return 0;
         }
-        let (Some(url), Some(status_out), Some(len_out)) = (
-            guest_ptr(inst, url_ptr, url_len),
-            guest_ptr(inst, status_ptr, 4),
-            guest_ptr(inst, len_ptr, 4),
-        ) else {
-            trap(inst, c"http_get: pointer out of bounds");
+        let Some(url) = guest_ptr(inst, url_ptr, url_len) else {
+            trap_with(inst, HttpImportFault::UrlOutOfBounds);
             return 0;
         };
-        let url =
-            String::from_utf8_lossy(slice::from_raw_parts(url, url_len as usize)).into_owned();
-        let Some(reply) = host.http_get(&url) else {
-            trap(inst, c"http_get without net_access");
+        let (Some(status_out), Some(len_out)) =
+            (guest_ptr(inst, status_ptr, 4), guest_ptr(inst, len_ptr, 4))
+        else {
+            trap_with(inst, HttpImportFault::ReplyOutOfBounds);
             return 0;
+        };
+        let url = http_import::url_text(slice::from_raw_parts(url, url_len as usize));
+        let reply = match host.http_get(&url) {
+            Ok(reply) => reply,
+            Err(fault) => {
+                trap_with(inst, fault);
+                return 0;
+            }
         };
         // No guest code ran during the request, so memory has not moved or shrunk.
         ptr::write_unaligned(status_out.cast::<u32>(), reply.status.to_le());
@@ -485,15 +500,14 @@ unsafe extern "C" fn http_read(exec_env: sys::wasm_exec_env_t, buf_ptr: u32, buf
     // memory, not otherwise referenced while the guest is paused here.
     unsafe {
         let Some(host) = host_of(inst).filter(|host| host.has_net()) else {
-            trap(inst, c"http_read without net_access");
+            trap_with(inst, HttpImportFault::NoCapability);
             return 0;
         };
         let Some(buf) = guest_ptr(inst, buf_ptr, buf_len) else {
-            trap(inst, c"http_read: buffer out of bounds");
+            trap_with(inst, HttpImportFault::BufferOutOfBounds);
             return 0;
         };
-        let read = host.http_read(slice::from_raw_parts_mut(buf, buf_len as usize));
-        i32::try_from(read).unwrap_or(i32::MAX)
+        host.http_read(slice::from_raw_parts_mut(buf, buf_len as usize))
     }
 }
 

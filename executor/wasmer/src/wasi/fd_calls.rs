@@ -7,7 +7,7 @@ use std::{
 };
 
 use super::{
-    Cx,
+    WasiCall,
     abi::{
         Errno, Filestat, WasiResult, dirent_header, fdflags, fdstat_bytes, filetype, fstflags,
         whence,
@@ -17,50 +17,50 @@ use super::{
 };
 use wasm_executor::logs::Stream;
 
-pub fn fd_write(cx: &mut Cx<'_>, fd: u32, iovs: u32, len: u32, out: u32) -> WasiResult<()> {
-    let data = cx.guest.gather(iovs, len)?;
-    let written = match cx.ctx.fds.get_mut(fd)? {
+pub fn fd_write(call: &mut WasiCall<'_>, fd: u32, iovs: u32, len: u32, out: u32) -> WasiResult<()> {
+    let data = call.guest.gather(iovs, len)?;
+    let written = match call.ctx.fds.get_mut(fd)? {
         Descriptor::Stdout => {
-            cx.ctx.output.write(Stream::Stdout, &data);
+            call.ctx.output.write(Stream::Stdout, &data);
             data.len()
         }
         Descriptor::Stderr => {
-            cx.ctx.output.write(Stream::Stderr, &data);
+            call.ctx.output.write(Stream::Stderr, &data);
             data.len()
         }
         Descriptor::File { file, .. } => file.write(&data)?,
         Descriptor::Stdin => return Err(Errno::BADF),
         Descriptor::Dir { .. } => return Err(Errno::ISDIR),
     };
-    cx.guest.write_u32(out, written as u32)
+    call.guest.write_u32(out, written as u32)
 }
 
 pub fn fd_pwrite(
-    cx: &mut Cx<'_>,
+    call: &mut WasiCall<'_>,
     fd: u32,
     iovs: u32,
     len: u32,
     offset: u64,
     out: u32,
 ) -> WasiResult<()> {
-    let data = cx.guest.gather(iovs, len)?;
-    let written = match cx.ctx.fds.get(fd)? {
+    let data = call.guest.gather(iovs, len)?;
+    let written = match call.ctx.fds.get(fd)? {
         Descriptor::File { file, .. } => file.write_at(&data, offset)?,
         Descriptor::Dir { .. } => return Err(Errno::ISDIR),
         _ => return Err(Errno::SPIPE),
     };
-    cx.guest.write_u32(out, written as u32)
+    call.guest.write_u32(out, written as u32)
 }
 
-pub fn fd_read(cx: &mut Cx<'_>, fd: u32, iovs: u32, len: u32, out: u32) -> WasiResult<()> {
-    let iovs = cx.guest.iovecs(iovs, len)?;
+pub fn fd_read(call: &mut WasiCall<'_>, fd: u32, iovs: u32, len: u32, out: u32) -> WasiResult<()> {
+    let iovs = call.guest.iovecs(iovs, len)?;
     let want = capacity(&iovs);
-    let data = match cx.ctx.fds.get_mut(fd)? {
+    let data = match call.ctx.fds.get_mut(fd)? {
         Descriptor::Stdin => {
-            let start = cx.ctx.stdin_read;
-            let end = (start + want).min(cx.ctx.stdin.len());
-            cx.ctx.stdin_read = end;
-            cx.ctx.stdin[start..end].to_vec()
+            let start = call.ctx.stdin_read;
+            let end = (start + want).min(call.ctx.stdin.len());
+            call.ctx.stdin_read = end;
+            call.ctx.stdin[start..end].to_vec()
         }
         Descriptor::File { file, .. } => {
             let mut buf = vec![0u8; want];
@@ -71,58 +71,64 @@ pub fn fd_read(cx: &mut Cx<'_>, fd: u32, iovs: u32, len: u32, out: u32) -> WasiR
         Descriptor::Dir { .. } => return Err(Errno::ISDIR),
         Descriptor::Stdout | Descriptor::Stderr => return Err(Errno::BADF),
     };
-    let placed = cx.guest.scatter(&iovs, &data)?;
-    cx.guest.write_u32(out, placed as u32)
+    let placed = call.guest.scatter(&iovs, &data)?;
+    call.guest.write_u32(out, placed as u32)
 }
 
 pub fn fd_pread(
-    cx: &mut Cx<'_>,
+    call: &mut WasiCall<'_>,
     fd: u32,
     iovs: u32,
     len: u32,
     offset: u64,
     out: u32,
 ) -> WasiResult<()> {
-    let iovs = cx.guest.iovecs(iovs, len)?;
+    let iovs = call.guest.iovecs(iovs, len)?;
     let mut buf = vec![0u8; capacity(&iovs)];
-    let read = match cx.ctx.fds.get(fd)? {
+    let read = match call.ctx.fds.get(fd)? {
         Descriptor::File { file, .. } => file.read_at(&mut buf, offset)?,
         Descriptor::Dir { .. } => return Err(Errno::ISDIR),
         _ => return Err(Errno::SPIPE),
     };
-    let placed = cx.guest.scatter(&iovs, &buf[..read])?;
-    cx.guest.write_u32(out, placed as u32)
+    let placed = call.guest.scatter(&iovs, &buf[..read])?;
+    call.guest.write_u32(out, placed as u32)
 }
 
-pub fn fd_seek(cx: &mut Cx<'_>, fd: u32, offset: i64, how: u32, out: u32) -> WasiResult<()> {
+pub fn fd_seek(
+    call: &mut WasiCall<'_>,
+    fd: u32,
+    offset: i64,
+    how: u32,
+    out: u32,
+) -> WasiResult<()> {
     let target = match u8::try_from(how).map_err(|_| Errno::INVAL)? {
         whence::SET => SeekFrom::Start(u64::try_from(offset).map_err(|_| Errno::INVAL)?),
         whence::CUR => SeekFrom::Current(offset),
         whence::END => SeekFrom::End(offset),
         _ => return Err(Errno::INVAL),
     };
-    let position = match cx.ctx.fds.get_mut(fd)? {
+    let position = match call.ctx.fds.get_mut(fd)? {
         Descriptor::File { file, .. } => file.seek(target)?,
         Descriptor::Dir { .. } => return Err(Errno::BADF),
         _ => return Err(Errno::SPIPE),
     };
-    cx.guest.write_u64(out, position)
+    call.guest.write_u64(out, position)
 }
 
-pub fn fd_tell(cx: &mut Cx<'_>, fd: u32, out: u32) -> WasiResult<()> {
-    fd_seek(cx, fd, 0, u32::from(whence::CUR), out)
+pub fn fd_tell(call: &mut WasiCall<'_>, fd: u32, out: u32) -> WasiResult<()> {
+    fd_seek(call, fd, 0, u32::from(whence::CUR), out)
 }
 
-pub fn fd_close(cx: &mut Cx<'_>, fd: u32) -> WasiResult<()> {
-    cx.ctx.fds.remove(fd).map(drop)
+pub fn fd_close(call: &mut WasiCall<'_>, fd: u32) -> WasiResult<()> {
+    call.ctx.fds.remove(fd).map(drop)
 }
 
-pub fn fd_renumber(cx: &mut Cx<'_>, from: u32, to: u32) -> WasiResult<()> {
-    cx.ctx.fds.renumber(from, to)
+pub fn fd_renumber(call: &mut WasiCall<'_>, from: u32, to: u32) -> WasiResult<()> {
+    call.ctx.fds.renumber(from, to)
 }
 
-pub fn fd_fdstat_get(cx: &mut Cx<'_>, fd: u32, out: u32) -> WasiResult<()> {
-    let (kind, flags) = match cx.ctx.fds.get(fd)? {
+pub fn fd_fdstat_get(call: &mut WasiCall<'_>, fd: u32, out: u32) -> WasiResult<()> {
+    let (kind, flags) = match call.ctx.fds.get(fd)? {
         Descriptor::Stdin | Descriptor::Stdout | Descriptor::Stderr => {
             (filetype::CHARACTER_DEVICE, 0)
         }
@@ -133,12 +139,12 @@ pub fn fd_fdstat_get(cx: &mut Cx<'_>, fd: u32, out: u32) -> WasiResult<()> {
             (kind, if *append { fdflags::APPEND } else { 0 })
         }
     };
-    cx.guest.write_bytes(out, &fdstat_bytes(kind, flags))
+    call.guest.write_bytes(out, &fdstat_bytes(kind, flags))
 }
 
 /// Flags cannot change after opening here; asking for the current ones is fine.
-pub fn fd_fdstat_set_flags(cx: &mut Cx<'_>, fd: u32, flags: u32) -> WasiResult<()> {
-    let current = match cx.ctx.fds.get(fd)? {
+pub fn fd_fdstat_set_flags(call: &mut WasiCall<'_>, fd: u32, flags: u32) -> WasiResult<()> {
+    let current = match call.ctx.fds.get(fd)? {
         Descriptor::File { append: true, .. } => u32::from(fdflags::APPEND),
         _ => 0,
     };
@@ -152,16 +158,16 @@ pub fn fd_fdstat_set_flags(cx: &mut Cx<'_>, fd: u32, flags: u32) -> WasiResult<(
 /// Rights are not enforced per descriptor (the granted directory is the capability), so
 /// narrowing them always succeeds.
 pub fn fd_fdstat_set_rights(
-    cx: &mut Cx<'_>,
+    call: &mut WasiCall<'_>,
     fd: u32,
     _base: u64,
     _inheriting: u64,
 ) -> WasiResult<()> {
-    cx.ctx.fds.get(fd).map(drop)
+    call.ctx.fds.get(fd).map(drop)
 }
 
-pub fn fd_filestat_get(cx: &mut Cx<'_>, fd: u32, out: u32) -> WasiResult<()> {
-    let stat = match cx.ctx.fds.get(fd)? {
+pub fn fd_filestat_get(call: &mut WasiCall<'_>, fd: u32, out: u32) -> WasiResult<()> {
+    let stat = match call.ctx.fds.get(fd)? {
         Descriptor::Stdin | Descriptor::Stdout | Descriptor::Stderr => Filestat {
             filetype: filetype::CHARACTER_DEVICE,
             ..Filestat::default()
@@ -169,25 +175,25 @@ pub fn fd_filestat_get(cx: &mut Cx<'_>, fd: u32, out: u32) -> WasiResult<()> {
         Descriptor::File { file, .. } => filestat_of_std(&file.metadata()?),
         Descriptor::Dir { dir, .. } => filestat_of_cap(&dir.dir_metadata()?),
     };
-    cx.guest.write_bytes(out, &stat.to_bytes())
+    call.guest.write_bytes(out, &stat.to_bytes())
 }
 
-pub fn fd_filestat_set_size(cx: &mut Cx<'_>, fd: u32, size: u64) -> WasiResult<()> {
-    file_of(cx, fd)?.set_len(size).map_err(Errno::from)
+pub fn fd_filestat_set_size(call: &mut WasiCall<'_>, fd: u32, size: u64) -> WasiResult<()> {
+    file_of(call, fd)?.set_len(size).map_err(Errno::from)
 }
 
 pub fn fd_filestat_set_times(
-    cx: &mut Cx<'_>,
+    call: &mut WasiCall<'_>,
     fd: u32,
     atim: u64,
     mtim: u64,
     flags: u32,
 ) -> WasiResult<()> {
-    set_times(file_of(cx, fd)?, atim, mtim, flags)
+    set_times(file_of(call, fd)?, atim, mtim, flags)
 }
 
-pub fn fd_allocate(cx: &mut Cx<'_>, fd: u32, offset: u64, len: u64) -> WasiResult<()> {
-    let file = file_of(cx, fd)?;
+pub fn fd_allocate(call: &mut WasiCall<'_>, fd: u32, offset: u64, len: u64) -> WasiResult<()> {
+    let file = file_of(call, fd)?;
     let end = offset.checked_add(len).ok_or(Errno::FBIG)?;
     if file.metadata()?.len() < end {
         file.set_len(end)?;
@@ -195,44 +201,50 @@ pub fn fd_allocate(cx: &mut Cx<'_>, fd: u32, offset: u64, len: u64) -> WasiResul
     Ok(())
 }
 
-pub fn fd_advise(cx: &mut Cx<'_>, fd: u32, _offset: u64, _len: u64, advice: u32) -> WasiResult<()> {
+pub fn fd_advise(
+    call: &mut WasiCall<'_>,
+    fd: u32,
+    _offset: u64,
+    _len: u64,
+    advice: u32,
+) -> WasiResult<()> {
     if advice > 5 {
         return Err(Errno::INVAL);
     }
-    cx.ctx.fds.get(fd).map(drop)
+    call.ctx.fds.get(fd).map(drop)
 }
 
-pub fn fd_sync(cx: &mut Cx<'_>, fd: u32) -> WasiResult<()> {
-    match cx.ctx.fds.get(fd)? {
+pub fn fd_sync(call: &mut WasiCall<'_>, fd: u32) -> WasiResult<()> {
+    match call.ctx.fds.get(fd)? {
         Descriptor::File { file, .. } => file.sync_all().map_err(Errno::from),
         _ => Ok(()),
     }
 }
 
-pub fn fd_datasync(cx: &mut Cx<'_>, fd: u32) -> WasiResult<()> {
-    match cx.ctx.fds.get(fd)? {
+pub fn fd_datasync(call: &mut WasiCall<'_>, fd: u32) -> WasiResult<()> {
+    match call.ctx.fds.get(fd)? {
         Descriptor::File { file, .. } => file.sync_data().map_err(Errno::from),
         _ => Ok(()),
     }
 }
 
 /// Describes a preopened directory; wasi-libc asks for descriptors from 3 upward until `EBADF`.
-pub fn fd_prestat_get(cx: &mut Cx<'_>, fd: u32, out: u32) -> WasiResult<()> {
-    match cx.ctx.fds.get(fd)? {
+pub fn fd_prestat_get(call: &mut WasiCall<'_>, fd: u32, out: u32) -> WasiResult<()> {
+    match call.ctx.fds.get(fd)? {
         Descriptor::Dir {
             preopen: Some(path),
             ..
         } => {
             let mut prestat = [0u8; 8];
             prestat[4..8].copy_from_slice(&(path.len() as u32).to_le_bytes());
-            cx.guest.write_bytes(out, &prestat)
+            call.guest.write_bytes(out, &prestat)
         }
         _ => Err(Errno::BADF),
     }
 }
 
-pub fn fd_prestat_dir_name(cx: &mut Cx<'_>, fd: u32, buf: u32, len: u32) -> WasiResult<()> {
-    match cx.ctx.fds.get(fd)? {
+pub fn fd_prestat_dir_name(call: &mut WasiCall<'_>, fd: u32, buf: u32, len: u32) -> WasiResult<()> {
+    match call.ctx.fds.get(fd)? {
         Descriptor::Dir {
             preopen: Some(path),
             ..
@@ -240,7 +252,7 @@ pub fn fd_prestat_dir_name(cx: &mut Cx<'_>, fd: u32, buf: u32, len: u32) -> Wasi
             if (len as usize) < path.len() {
                 return Err(Errno::NAMETOOLONG);
             }
-            cx.guest.write_bytes(buf, path.as_bytes())
+            call.guest.write_bytes(buf, path.as_bytes())
         }
         _ => Err(Errno::BADF),
     }
@@ -249,7 +261,7 @@ pub fn fd_prestat_dir_name(cx: &mut Cx<'_>, fd: u32, buf: u32, len: u32) -> Wasi
 /// Lists a directory as `dirent`s from `cookie` on (`.` and `..` first, then by name), filling
 /// the buffer; a last entry cut off by the buffer's end tells the guest to ask again.
 pub fn fd_readdir(
-    cx: &mut Cx<'_>,
+    call: &mut WasiCall<'_>,
     fd: u32,
     buf: u32,
     len: u32,
@@ -257,7 +269,7 @@ pub fn fd_readdir(
     out: u32,
 ) -> WasiResult<()> {
     use cap_std::fs::MetadataExt;
-    let dir = cx.ctx.fds.dir(fd)?;
+    let dir = call.ctx.fds.dir(fd)?;
     let own_ino = dir.dir_metadata()?.ino();
     let mut entries = vec![
         (".".to_owned(), own_ino, filetype::DIRECTORY),
@@ -294,12 +306,12 @@ pub fn fd_readdir(
         bytes.extend_from_slice(name.as_bytes());
     }
     bytes.truncate(len as usize);
-    cx.guest.write_bytes(buf, &bytes)?;
-    cx.guest.write_u32(out, bytes.len() as u32)
+    call.guest.write_bytes(buf, &bytes)?;
+    call.guest.write_u32(out, bytes.len() as u32)
 }
 
-fn file_of<'a>(cx: &'a mut Cx<'_>, fd: u32) -> WasiResult<&'a std::fs::File> {
-    match cx.ctx.fds.get(fd)? {
+fn file_of<'a>(call: &'a mut WasiCall<'_>, fd: u32) -> WasiResult<&'a std::fs::File> {
+    match call.ctx.fds.get(fd)? {
         Descriptor::File { file, .. } => Ok(file),
         Descriptor::Dir { .. } => Err(Errno::ISDIR),
         _ => Err(Errno::BADF),

@@ -13,14 +13,14 @@ mod proc_calls;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use wasmer::{Function, FunctionEnv, FunctionEnvMut, Store, StoreMut};
+use wasmer::{Function, FunctionEnv, FunctionEnvMut, Memory, Store};
 
 use self::{
     abi::WasiResult,
     fds::FdTable,
     guest::{Guest, LinearMemory, OutOfBounds},
 };
-use super::host::{HostStop, RunEnv};
+use super::{deadline::RunClock, stop::HostStop};
 use wasm_executor::backend::wasi::{abi, guest};
 use wasm_executor::{
     backend::Activation, capabilities::GrantedDir, logs::OutputCapture, pool::CpuSlot,
@@ -28,6 +28,21 @@ use wasm_executor::{
 
 /// The import module of WASI preview 1.
 pub const MODULE: &str = "wasi_snapshot_preview1";
+
+/// What the store data of an activation gives the WASI functions.
+pub trait WasiEnv: Send + 'static {
+    fn clock(&self) -> &Arc<RunClock>;
+    fn wasi_parts(&mut self) -> WasiParts<'_>;
+}
+
+/// The parts of an activation's state the WASI functions work with.
+pub struct WasiParts<'a> {
+    /// The exported memory, once instantiated.
+    pub memory: Option<&'a Memory>,
+    pub ctx: &'a mut WasiCtx,
+    /// The guest's CPU slot, given back while a call waits.
+    pub cpu: &'a mut CpuSlot,
+}
 
 /// One activation's WASI state: arguments, environment, stdin, captured output, descriptors.
 pub struct WasiCtx {
@@ -95,7 +110,7 @@ impl LinearMemory for WasmerMemory<'_> {
 }
 
 /// What a WASI function body works with: the context and the guest's memory.
-pub struct Cx<'a> {
+pub struct WasiCall<'a> {
     pub ctx: &'a mut WasiCtx,
     pub guest: Guest<'a>,
     /// The guest's CPU slot, given back while a call waits.
@@ -105,29 +120,27 @@ pub struct Cx<'a> {
 /// Runs a WASI function body: checks the activation's deadline around it (see `deadline.rs`
 /// for why host functions stop late guests themselves), gives it the guest's memory, and turns
 /// its result into the errno the guest receives.
-fn call(
-    fenv: &mut FunctionEnvMut<'_, RunEnv>,
-    body: impl FnOnce(&mut Cx<'_>) -> WasiResult<()>,
+fn call<E: WasiEnv>(
+    fenv: &mut FunctionEnvMut<'_, E>,
+    body: impl FnOnce(&mut WasiCall<'_>) -> WasiResult<()>,
 ) -> Result<i32, HostStop> {
-    let clock = Arc::clone(&fenv.data().clock);
+    let clock = Arc::clone(fenv.data().clock());
     clock.enter()?;
-    let (data, store): (&mut RunEnv, StoreMut<'_>) = fenv.data_and_store_mut();
-    let RunEnv {
-        memory, wasi, cpu, ..
-    } = data;
-    let Some(memory) = memory.as_ref() else {
+    let (data, store) = fenv.data_and_store_mut();
+    let WasiParts { memory, ctx, cpu } = data.wasi_parts();
+    let Some(memory) = memory else {
         clock.leave()?;
         return Err(HostStop::Fault(
             "WASI needs the module to export its memory as `memory`".into(),
         ));
     };
     let view = WasmerMemory(memory.view(&store));
-    let mut cx = Cx {
-        ctx: wasi,
+    let mut wasi_call = WasiCall {
+        ctx,
         guest: Guest::new(&view),
         cpu,
     };
-    let result = body(&mut cx);
+    let result = body(&mut wasi_call);
     clock.leave()?;
     Ok(match result {
         Ok(()) => 0,
@@ -137,11 +150,15 @@ fn call(
 
 /// Builds the host function `wasi_snapshot_preview1::<name>` of one store, or `None` when
 /// preview 1 has no such function.
-pub fn function(store: &mut Store, env: &FunctionEnv<RunEnv>, name: &str) -> Option<Function> {
+pub fn function<E: WasiEnv>(
+    store: &mut Store,
+    env: &FunctionEnv<E>,
+    name: &str,
+) -> Option<Function> {
     macro_rules! wasi {
         ($body:path, $($arg:ident : $ty:ty),*) => {
-            Function::new_typed_with_env(store, env, |mut fenv: FunctionEnvMut<'_, RunEnv>, $($arg: $ty),*| {
-                call(&mut fenv, |cx| $body(cx, $($arg),*))
+            Function::new_typed_with_env(store, env, |mut fenv: FunctionEnvMut<'_, E>, $($arg: $ty),*| {
+                call(&mut fenv, |wasi| $body(wasi, $($arg),*))
             })
         };
     }
@@ -156,18 +173,18 @@ pub fn function(store: &mut Store, env: &FunctionEnv<RunEnv>, name: &str) -> Opt
         "random_get" => Function::new_typed_with_env(
             store,
             env,
-            |mut fenv: FunctionEnvMut<'_, RunEnv>, buf: u32, len: u32| {
-                let deadline = fenv.data().clock.deadline();
-                call(&mut fenv, |cx| proc::random_get(cx, deadline, buf, len))
+            |mut fenv: FunctionEnvMut<'_, E>, buf: u32, len: u32| {
+                let deadline = fenv.data().clock().deadline();
+                call(&mut fenv, |wasi| proc::random_get(wasi, deadline, buf, len))
             },
         ),
         "poll_oneoff" => Function::new_typed_with_env(
             store,
             env,
-            |mut fenv: FunctionEnvMut<'_, RunEnv>, subs: u32, events: u32, count: u32, out: u32| {
-                let deadline = fenv.data().clock.deadline();
-                call(&mut fenv, |cx| {
-                    proc::poll_oneoff(cx, deadline, subs, events, count, out)
+            |mut fenv: FunctionEnvMut<'_, E>, subs: u32, events: u32, count: u32, out: u32| {
+                let deadline = fenv.data().clock().deadline();
+                call(&mut fenv, |wasi| {
+                    proc::poll_oneoff(wasi, deadline, subs, events, count, out)
                 })
             },
         ),
@@ -176,7 +193,7 @@ pub fn function(store: &mut Store, env: &FunctionEnv<RunEnv>, name: &str) -> Opt
         "proc_exit" => Function::new_typed_with_env(
             store,
             env,
-            |_fenv: FunctionEnvMut<'_, RunEnv>, code: i32| -> Result<(), HostStop> {
+            |_fenv: FunctionEnvMut<'_, E>, code: i32| -> Result<(), HostStop> {
                 Err(HostStop::Exit(code))
             },
         ),

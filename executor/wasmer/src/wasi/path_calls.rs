@@ -3,7 +3,7 @@
 //! a symlink) that would resolve outside the directory it was opened from.
 
 use super::{
-    Cx,
+    WasiCall,
     abi::{Errno, LOOKUP_SYMLINK_FOLLOW, WasiResult, oflags, rights},
     fd_calls::{filestat_of_cap, set_times},
     fds::Descriptor,
@@ -12,7 +12,7 @@ use super::{
 // The WASI signature decides the arguments.
 #[allow(clippy::too_many_arguments)]
 pub fn path_open(
-    cx: &mut Cx<'_>,
+    call: &mut WasiCall<'_>,
     fd: u32,
     _dirflags: u32,
     path: u32,
@@ -23,10 +23,10 @@ pub fn path_open(
     fd_flags: u32,
     out: u32,
 ) -> WasiResult<()> {
-    let path = cx.guest.read_path(path, len)?;
+    let path = call.guest.read_path(path, len)?;
     let open_flags = u16::try_from(open_flags).map_err(|_| Errno::INVAL)?;
     let append = fd_flags & u32::from(super::abi::fdflags::APPEND) != 0;
-    let dir = cx.ctx.fds.dir(fd)?;
+    let dir = call.ctx.fds.dir(fd)?;
     let descriptor = if open_flags & oflags::DIRECTORY != 0 {
         if open_flags & (oflags::CREAT | oflags::TRUNC) != 0 {
             return Err(Errno::INVAL);
@@ -67,27 +67,37 @@ pub fn path_open(
             Descriptor::File { file, append }
         }
     };
-    let new_fd = cx.ctx.fds.insert(descriptor)?;
-    cx.guest.write_u32(out, new_fd)
+    let new_fd = call.ctx.fds.insert(descriptor)?;
+    call.guest.write_u32(out, new_fd)
 }
 
-pub fn path_create_directory(cx: &mut Cx<'_>, fd: u32, path: u32, len: u32) -> WasiResult<()> {
-    let path = cx.guest.read_path(path, len)?;
-    cx.ctx.fds.dir(fd)?.create_dir(path).map_err(Errno::from)
+pub fn path_create_directory(
+    call: &mut WasiCall<'_>,
+    fd: u32,
+    path: u32,
+    len: u32,
+) -> WasiResult<()> {
+    let path = call.guest.read_path(path, len)?;
+    call.ctx.fds.dir(fd)?.create_dir(path).map_err(Errno::from)
 }
 
-pub fn path_remove_directory(cx: &mut Cx<'_>, fd: u32, path: u32, len: u32) -> WasiResult<()> {
-    let path = cx.guest.read_path(path, len)?;
-    cx.ctx.fds.dir(fd)?.remove_dir(path).map_err(Errno::from)
+pub fn path_remove_directory(
+    call: &mut WasiCall<'_>,
+    fd: u32,
+    path: u32,
+    len: u32,
+) -> WasiResult<()> {
+    let path = call.guest.read_path(path, len)?;
+    call.ctx.fds.dir(fd)?.remove_dir(path).map_err(Errno::from)
 }
 
-pub fn path_unlink_file(cx: &mut Cx<'_>, fd: u32, path: u32, len: u32) -> WasiResult<()> {
-    let path = cx.guest.read_path(path, len)?;
-    cx.ctx.fds.dir(fd)?.remove_file(path).map_err(Errno::from)
+pub fn path_unlink_file(call: &mut WasiCall<'_>, fd: u32, path: u32, len: u32) -> WasiResult<()> {
+    let path = call.guest.read_path(path, len)?;
+    call.ctx.fds.dir(fd)?.remove_file(path).map_err(Errno::from)
 }
 
 pub fn path_rename(
-    cx: &mut Cx<'_>,
+    call: &mut WasiCall<'_>,
     fd: u32,
     old: u32,
     old_len: u32,
@@ -95,17 +105,17 @@ pub fn path_rename(
     new: u32,
     new_len: u32,
 ) -> WasiResult<()> {
-    let old = cx.guest.read_path(old, old_len)?;
-    let new = cx.guest.read_path(new, new_len)?;
-    let from = cx.ctx.fds.dir(fd)?;
-    let to = cx.ctx.fds.dir(new_fd)?;
+    let old = call.guest.read_path(old, old_len)?;
+    let new = call.guest.read_path(new, new_len)?;
+    let from = call.ctx.fds.dir(fd)?;
+    let to = call.ctx.fds.dir(new_fd)?;
     from.rename(old, to, new).map_err(Errno::from)
 }
 
 // The WASI signature decides the arguments.
 #[allow(clippy::too_many_arguments)]
 pub fn path_link(
-    cx: &mut Cx<'_>,
+    call: &mut WasiCall<'_>,
     old_fd: u32,
     _flags: u32,
     old: u32,
@@ -114,25 +124,25 @@ pub fn path_link(
     new: u32,
     new_len: u32,
 ) -> WasiResult<()> {
-    let old = cx.guest.read_path(old, old_len)?;
-    let new = cx.guest.read_path(new, new_len)?;
-    let from = cx.ctx.fds.dir(old_fd)?;
-    let to = cx.ctx.fds.dir(new_fd)?;
+    let old = call.guest.read_path(old, old_len)?;
+    let new = call.guest.read_path(new, new_len)?;
+    let from = call.ctx.fds.dir(old_fd)?;
+    let to = call.ctx.fds.dir(new_fd)?;
     from.hard_link(old, to, new).map_err(Errno::from)
 }
 
 /// Creating a symlink is harmless: following one out of the directory is what cap-std refuses.
 pub fn path_symlink(
-    cx: &mut Cx<'_>,
+    call: &mut WasiCall<'_>,
     old: u32,
     old_len: u32,
     fd: u32,
     new: u32,
     new_len: u32,
 ) -> WasiResult<()> {
-    let target = cx.guest.read_path(old, old_len)?;
-    let link = cx.guest.read_path(new, new_len)?;
-    cx.ctx
+    let target = call.guest.read_path(old, old_len)?;
+    let link = call.guest.read_path(new, new_len)?;
+    call.ctx
         .fds
         .dir(fd)?
         .symlink(target, link)
@@ -140,7 +150,7 @@ pub fn path_symlink(
 }
 
 pub fn path_readlink(
-    cx: &mut Cx<'_>,
+    call: &mut WasiCall<'_>,
     fd: u32,
     path: u32,
     len: u32,
@@ -148,37 +158,37 @@ pub fn path_readlink(
     buf_len: u32,
     out: u32,
 ) -> WasiResult<()> {
-    let path = cx.guest.read_path(path, len)?;
-    let target = cx.ctx.fds.dir(fd)?.read_link_contents(path)?;
+    let path = call.guest.read_path(path, len)?;
+    let target = call.ctx.fds.dir(fd)?.read_link_contents(path)?;
     let bytes = target.to_string_lossy().into_owned().into_bytes();
     let n = bytes.len().min(buf_len as usize);
-    cx.guest.write_bytes(buf, &bytes[..n])?;
-    cx.guest.write_u32(out, n as u32)
+    call.guest.write_bytes(buf, &bytes[..n])?;
+    call.guest.write_u32(out, n as u32)
 }
 
 pub fn path_filestat_get(
-    cx: &mut Cx<'_>,
+    call: &mut WasiCall<'_>,
     fd: u32,
     flags: u32,
     path: u32,
     len: u32,
     out: u32,
 ) -> WasiResult<()> {
-    let path = cx.guest.read_path(path, len)?;
-    let dir = cx.ctx.fds.dir(fd)?;
+    let path = call.guest.read_path(path, len)?;
+    let dir = call.ctx.fds.dir(fd)?;
     let meta = if flags & LOOKUP_SYMLINK_FOLLOW != 0 {
         dir.metadata(path)?
     } else {
         dir.symlink_metadata(path)?
     };
-    cx.guest
+    call.guest
         .write_bytes(out, &filestat_of_cap(&meta).to_bytes())
 }
 
 // The WASI signature decides the arguments.
 #[allow(clippy::too_many_arguments)]
 pub fn path_filestat_set_times(
-    cx: &mut Cx<'_>,
+    call: &mut WasiCall<'_>,
     fd: u32,
     _flags: u32,
     path: u32,
@@ -187,7 +197,7 @@ pub fn path_filestat_set_times(
     mtim: u64,
     fst: u32,
 ) -> WasiResult<()> {
-    let path = cx.guest.read_path(path, len)?;
-    let file = cx.ctx.fds.dir(fd)?.open(path)?.into_std();
+    let path = call.guest.read_path(path, len)?;
+    let file = call.ctx.fds.dir(fd)?.open(path)?.into_std();
     set_times(&file, atim, mtim, fst)
 }

@@ -9,7 +9,7 @@ use std::{
 use rand::RngCore;
 
 use super::{
-    Cx,
+    WasiCall,
     abi::{Errno, WasiResult, clock},
     fds::Descriptor,
 };
@@ -27,43 +27,43 @@ fn offset(base: u32, index: u32, size: u32) -> WasiResult<u32> {
 }
 
 /// Writes NUL-terminated `items` into `buf` and their addresses into `list`.
-fn write_strings(cx: &mut Cx<'_>, items: &[String], list: u32, buf: u32) -> WasiResult<()> {
+fn write_strings(call: &mut WasiCall<'_>, items: &[String], list: u32, buf: u32) -> WasiResult<()> {
     let mut at = buf;
     for (i, item) in items.iter().enumerate() {
-        cx.guest.write_u32(offset(list, i as u32, 4)?, at)?;
+        call.guest.write_u32(offset(list, i as u32, 4)?, at)?;
         let mut bytes = item.as_bytes().to_vec();
         bytes.push(0);
-        cx.guest.write_bytes(at, &bytes)?;
+        call.guest.write_bytes(at, &bytes)?;
         at = at.checked_add(bytes.len() as u32).ok_or(Errno::FAULT)?;
     }
     Ok(())
 }
 
-fn write_sizes(cx: &mut Cx<'_>, items: &[String], count: u32, size: u32) -> WasiResult<()> {
+fn write_sizes(call: &mut WasiCall<'_>, items: &[String], count: u32, size: u32) -> WasiResult<()> {
     let bytes: usize = items.iter().map(|s| s.len() + 1).sum();
-    cx.guest.write_u32(count, items.len() as u32)?;
-    cx.guest
+    call.guest.write_u32(count, items.len() as u32)?;
+    call.guest
         .write_u32(size, u32::try_from(bytes).map_err(|_| Errno::OVERFLOW)?)
 }
 
-pub fn args_get(cx: &mut Cx<'_>, argv: u32, buf: u32) -> WasiResult<()> {
-    let args = cx.ctx.args.clone();
-    write_strings(cx, &args, argv, buf)
+pub fn args_get(call: &mut WasiCall<'_>, argv: u32, buf: u32) -> WasiResult<()> {
+    let args = call.ctx.args.clone();
+    write_strings(call, &args, argv, buf)
 }
 
-pub fn args_sizes_get(cx: &mut Cx<'_>, count: u32, size: u32) -> WasiResult<()> {
-    let args = cx.ctx.args.clone();
-    write_sizes(cx, &args, count, size)
+pub fn args_sizes_get(call: &mut WasiCall<'_>, count: u32, size: u32) -> WasiResult<()> {
+    let args = call.ctx.args.clone();
+    write_sizes(call, &args, count, size)
 }
 
-pub fn environ_get(cx: &mut Cx<'_>, environ: u32, buf: u32) -> WasiResult<()> {
-    let env = cx.ctx.env.clone();
-    write_strings(cx, &env, environ, buf)
+pub fn environ_get(call: &mut WasiCall<'_>, environ: u32, buf: u32) -> WasiResult<()> {
+    let env = call.ctx.env.clone();
+    write_strings(call, &env, environ, buf)
 }
 
-pub fn environ_sizes_get(cx: &mut Cx<'_>, count: u32, size: u32) -> WasiResult<()> {
-    let env = cx.ctx.env.clone();
-    write_sizes(cx, &env, count, size)
+pub fn environ_sizes_get(call: &mut WasiCall<'_>, count: u32, size: u32) -> WasiResult<()> {
+    let env = call.ctx.env.clone();
+    write_sizes(call, &env, count, size)
 }
 
 fn now_ns(id: u32) -> WasiResult<u64> {
@@ -82,19 +82,29 @@ fn now_ns(id: u32) -> WasiResult<u64> {
     u64::try_from(ns).map_err(|_| Errno::OVERFLOW)
 }
 
-pub fn clock_res_get(cx: &mut Cx<'_>, id: u32, out: u32) -> WasiResult<()> {
+pub fn clock_res_get(call: &mut WasiCall<'_>, id: u32, out: u32) -> WasiResult<()> {
     now_ns(id)?;
-    cx.guest.write_u64(out, 1)
+    call.guest.write_u64(out, 1)
 }
 
-pub fn clock_time_get(cx: &mut Cx<'_>, id: u32, _precision: u64, out: u32) -> WasiResult<()> {
+pub fn clock_time_get(
+    call: &mut WasiCall<'_>,
+    id: u32,
+    _precision: u64,
+    out: u32,
+) -> WasiResult<()> {
     let ns = now_ns(id)?;
-    cx.guest.write_u64(out, ns)
+    call.guest.write_u64(out, ns)
 }
 
 /// Fills the buffer a chunk at a time; past the deadline it stops (the call's guard then ends
 /// the activation), so a gigabyte holds the thread no longer than the activation's limit.
-pub fn random_get(cx: &mut Cx<'_>, deadline: Instant, buf: u32, len: u32) -> WasiResult<()> {
+pub fn random_get(
+    call: &mut WasiCall<'_>,
+    deadline: Instant,
+    buf: u32,
+    len: u32,
+) -> WasiResult<()> {
     const CHUNK: u32 = RANDOM_CHUNK as u32;
     let mut rng = rand::thread_rng();
     let mut chunk = vec![0u8; CHUNK.min(len) as usize];
@@ -105,23 +115,23 @@ pub fn random_get(cx: &mut Cx<'_>, deadline: Instant, buf: u32, len: u32) -> Was
         }
         let n = CHUNK.min(len - done) as usize;
         rng.fill_bytes(&mut chunk[..n]);
-        cx.guest
+        call.guest
             .write_bytes(buf.checked_add(done).ok_or(Errno::FAULT)?, &chunk[..n])?;
         done += n as u32;
     }
     Ok(())
 }
 
-pub fn sched_yield(_cx: &mut Cx<'_>) -> WasiResult<()> {
+pub fn sched_yield(_cx: &mut WasiCall<'_>) -> WasiResult<()> {
     std::thread::yield_now();
     Ok(())
 }
 
-/// `poll_oneoff` on the shared implementation (`backend/poll.rs`): clocks are waited for
+/// `poll_oneoff` on the shared implementation (`executor/decode/src/poll.rs`): clocks are waited for
 /// without the guest's CPU slot, never past the deadline (the host-call guard then ends the
 /// activation); descriptors are ready at once, stdin with the bytes it has left.
 pub fn poll_oneoff(
-    cx: &mut Cx<'_>,
+    call: &mut WasiCall<'_>,
     deadline: Instant,
     subs: u32,
     events: u32,
@@ -134,53 +144,53 @@ pub fn poll_oneoff(
     let now = Instant::now();
     let mut parsed = Vec::with_capacity(count as usize);
     for i in 0..count {
-        let raw = cx.guest.read_bytes(
+        let raw = call.guest.read_bytes(
             offset(subs, i, poll::SUBSCRIPTION_SIZE)?,
             poll::SUBSCRIPTION_SIZE,
         )?;
         let sub = poll::parse(&raw, now, |id| now_ns(id).ok()).map_err(Errno)?;
         if sub.due.is_none() {
-            cx.ctx.fds.get(sub.fd)?;
+            call.ctx.fds.get(sub.fd)?;
         }
         parsed.push(sub);
     }
     let at = match poll::wait(&parsed, deadline, |at| {
-        cx.cpu.released_while(deadline, || poll::sleep_until(at))
+        call.cpu.released_while(deadline, || poll::sleep_until(at))
     }) {
         poll::Waited::At(at) => at,
         poll::Waited::DeadlineReached => return Ok(()),
     };
     let mut written = 0u32;
     for sub in parsed.iter().filter(|s| poll::fired(s, &parsed, at)) {
-        let nbytes = match cx.ctx.fds.get(sub.fd) {
+        let nbytes = match call.ctx.fds.get(sub.fd) {
             Ok(Descriptor::Stdin) if sub.kind == poll::FD_READ && sub.due.is_none() => {
-                (cx.ctx.stdin.len() - cx.ctx.stdin_read) as u64
+                (call.ctx.stdin.len() - call.ctx.stdin_read) as u64
             }
             _ => 0,
         };
-        cx.guest.write_bytes(
+        call.guest.write_bytes(
             offset(events, written, poll::EVENT_SIZE)?,
             &poll::event(sub, nbytes),
         )?;
         written += 1;
     }
-    cx.guest.write_u32(out, written)
+    call.guest.write_u32(out, written)
 }
 
-pub fn unsupported_1(_cx: &mut Cx<'_>, _a: u32) -> WasiResult<()> {
+pub fn unsupported_1(_cx: &mut WasiCall<'_>, _a: u32) -> WasiResult<()> {
     Err(Errno::NOSYS)
 }
 
-pub fn unsupported_2(_cx: &mut Cx<'_>, _a: u32, _b: u32) -> WasiResult<()> {
+pub fn unsupported_2(_cx: &mut WasiCall<'_>, _a: u32, _b: u32) -> WasiResult<()> {
     Err(Errno::NOTSUP)
 }
 
-pub fn unsupported_3(_cx: &mut Cx<'_>, _a: u32, _b: u32, _c: u32) -> WasiResult<()> {
+pub fn unsupported_3(_cx: &mut WasiCall<'_>, _a: u32, _b: u32, _c: u32) -> WasiResult<()> {
     Err(Errno::NOTSUP)
 }
 
 pub fn unsupported_5(
-    _cx: &mut Cx<'_>,
+    _cx: &mut WasiCall<'_>,
     _a: u32,
     _b: u32,
     _c: u32,
@@ -191,7 +201,7 @@ pub fn unsupported_5(
 }
 
 pub fn unsupported_6(
-    _cx: &mut Cx<'_>,
+    _cx: &mut WasiCall<'_>,
     _a: u32,
     _b: u32,
     _c: u32,

@@ -11,7 +11,7 @@ use std::{
 
 use serde_json::json;
 
-use crate::harness::{Executor, build_runtime, deadline_in};
+use crate::harness::{Executor, build_runtime, deadline_in, suspends_guests};
 
 /// Echo, a trap and a time limit, each followed by a run that shows the slot is free again.
 fn runs_actions_traps_and_time_limits(ex: &Executor) {
@@ -110,7 +110,15 @@ fn blocking_worker_execution_blocks_the_http_worker_and_pool_does_not() {
 fn async_execution_is_wasmtimes_default_and_refused_elsewhere() {
     let health = Executor::start().get("/health").expect(200).json();
     assert_eq!(health["runtime"], build_runtime(), "{health}");
-    if build_runtime() == "wasmtime" {
+    // Only wasmtime suspends guests on their task, and it does so by default.
+    assert_eq!(
+        health["suspends_guests"],
+        build_runtime() == "wasmtime",
+        "{health}"
+    );
+    let default = if suspends_guests() { "async" } else { "pool" };
+    assert_eq!(health["guest_execution"], default, "{health}");
+    if suspends_guests() {
         // A looping guest on the only HTTP worker yields to it at every epoch tick.
         assert!(
             health_answered_before_the_loops_deadline("async"),
@@ -167,7 +175,7 @@ fn sleepers_give_their_slots_back(mode: &[&str], gauge: &str) {
 /// In the build's default mode: on their tasks in wasmtime's, on the pool in the others'.
 #[test]
 fn sleepers_give_their_slots_back_by_default() {
-    let gauge = if build_runtime() == "wasmtime" {
+    let gauge = if suspends_guests() {
         "task_guests"
     } else {
         "pool_guests"
@@ -179,7 +187,7 @@ fn sleepers_give_their_slots_back_by_default() {
 /// `--guest-execution pool`) give their slots back too; the other builds run there by default.
 #[test]
 fn sleepers_on_the_pool_give_their_slots_back() {
-    if build_runtime() == "wasmtime" {
+    if suspends_guests() {
         sleepers_give_their_slots_back(&["--guest-execution", "pool"], "pool_guests");
     }
 }
@@ -188,7 +196,7 @@ fn sleepers_on_the_pool_give_their_slots_back() {
 /// others are served.
 #[test]
 fn async_guests_beyond_the_instances_are_refused() {
-    if build_runtime() != "wasmtime" {
+    if !suspends_guests() {
         return;
     }
     let ex = Arc::new(Executor::start_with(&["--max-instances", "2"]));
@@ -214,7 +222,7 @@ fn async_guests_beyond_the_instances_are_refused() {
 /// at the guest's time limit, and the container serves the next activation.
 #[test]
 fn async_guest_of_a_client_that_goes_away_is_cancelled() {
-    if build_runtime() != "wasmtime" {
+    if !suspends_guests() {
         return;
     }
     use std::io::Write;

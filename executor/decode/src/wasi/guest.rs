@@ -4,7 +4,7 @@
 //! targets under `fuzz/` drive it with memories of their own.
 
 use super::abi::{Errno, WasiResult};
-use crate::backend::host_limits::{MAX_IO_BYTES, MAX_IOVECS};
+use crate::host_limits::{MAX_IO_BYTES, MAX_IOVECS};
 
 /// A guest's linear memory: reads and writes of whole ranges that either fit or fail.
 pub trait LinearMemory {
