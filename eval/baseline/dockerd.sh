@@ -11,7 +11,7 @@
 #           log's tail on failure); prints `export DOCKER_HOST=unix://DIR/docker.sock` on
 #           stdout. Starting a running engine only prints that line.
 #   stop    removes all containers of this engine, stops dockerd (SIGTERM, then SIGKILL after
-#           20 s) and its containerd.
+#           20 s) and its containerd, and unmounts what they left mounted under DIR.
 #   env     prints `export DOCKER_HOST=unix://DIR/docker.sock` (use: eval "$(... env)").
 #   status  prints whether the engine runs; exit status 0 when it does, 1 when not.
 # Needs root. Messages go to stderr; nothing reads standard input.
@@ -139,6 +139,12 @@ stop() {
         log "stopping containerd (pid $cpid)"
         stop_pid "$cpid" containerd 10
     fi
+    # dockerd leaves its network namespace bind-mounted under its exec root: unmounted, so that
+    # nothing of the engine outlives it and its directory can be removed.
+    local mounted
+    while read -r mounted; do
+        umount "$mounted" 2>/dev/null || log "could not unmount $mounted"
+    done < <(awk -v root="$exec_root/" 'index($2, root) == 1 { print $2 }' /proc/self/mounts)
     rm -f "$sock" "$pidfile"
 }
 
