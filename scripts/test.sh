@@ -12,7 +12,7 @@
 # script and the evaluation in quick mode (its own Docker engine, every backend against the
 # baseline, the build comparisons, the JMeter plans).
 # Nothing is skipped: a missing tool stops the run in its first minute. Every step prints how
-# long it took; README.md ("Tests") lists them.
+# long it took; README.md ("Two commands") lists them.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
