@@ -177,7 +177,9 @@ impl Backend for WasmerBackend {
                 return match *error {
                     InstantiationError::Start(error) => classify(error, &budget, &clock),
                     _ if budget.exceeded() => GuestExit::MemoryExhausted,
-                    error => GuestExit::HostFailure(format!("instantiating the module: {error}")),
+                    // The module's own fault (a table beyond the limit, …), as on the other
+                    // backends: its checks at /init left nothing else that could fail here.
+                    error => GuestExit::Trapped(format!("instantiation failed: {error}")),
                 };
             }
         };
