@@ -74,12 +74,10 @@ impl<E: Expiry> DeadlineQueue<E> {
         let mut state = self.shared.lock();
         let id = state.next_id;
         state.next_id += 1;
-        let earliest = state.entries.values().all(|(next, _)| due < *next);
         state.entries.insert(id, (due, entry));
         drop(state);
-        if earliest {
-            self.shared.changed.notify_one();
-        }
+        // The thread looks again at when it must wake (no scan of the entries here, on /run).
+        self.shared.changed.notify_one();
         Watch {
             shared: Arc::clone(&self.shared),
             id,

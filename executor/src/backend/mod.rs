@@ -133,12 +133,15 @@ pub enum ExportKind {
 
 /// The export to call: `_start` unless `main` (`requested`) names another exported function;
 /// it must take no parameters. `exports` are the module's, as its backend reports them.
-pub fn resolve_entry<'a>(
-    exports: impl IntoIterator<Item = (&'a str, ExportKind)>,
+pub fn resolve_entry<S: AsRef<str>>(
+    exports: impl IntoIterator<Item = (S, ExportKind)>,
     requested: Option<&str>,
 ) -> Result<String, PrepareError> {
     let name = requested.unwrap_or("_start");
-    match exports.into_iter().find(|(export, _)| *export == name) {
+    match exports
+        .into_iter()
+        .find(|(export, _)| export.as_ref() == name)
+    {
         Some((_, ExportKind::Function { params: 0 })) => Ok(name.to_owned()),
         Some((_, ExportKind::Function { .. })) => Err(PrepareError::Invalid(format!(
             "the entry point `{name}` must take no parameters"

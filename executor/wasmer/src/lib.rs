@@ -248,22 +248,16 @@ fn compiled_code_key() -> (String, String, String, String) {
 
 /// The export to call (see [`resolve_entry`]).
 fn entry_of(module: &Module, requested: Option<&str>) -> Result<String, PrepareError> {
-    let exports: Vec<(String, ExportKind)> = module
-        .exports()
-        .map(|export| {
-            let kind = match export.ty() {
-                ExternType::Function(ty) => ExportKind::Function {
-                    params: ty.params().len(),
-                },
-                _ => ExportKind::Other,
-            };
-            (export.name().to_owned(), kind)
-        })
-        .collect();
-    resolve_entry(
-        exports.iter().map(|(name, kind)| (name.as_str(), *kind)),
-        requested,
-    )
+    let exports = module.exports().map(|export| {
+        let kind = match export.ty() {
+            ExternType::Function(ty) => ExportKind::Function {
+                params: ty.params().len(),
+            },
+            _ => ExportKind::Other,
+        };
+        (export.name().to_owned(), kind)
+    });
+    resolve_entry(exports, requested)
 }
 
 fn classify(error: RuntimeError, budget: &MemoryBudget, clock: &RunClock) -> GuestExit {
