@@ -5,7 +5,7 @@
 
 pub mod api;
 pub mod backend;
-pub mod capabilities;
+pub mod capability;
 pub mod config;
 pub mod error;
 pub mod guard;
@@ -23,7 +23,6 @@ pub mod service;
 pub mod shared_code;
 pub mod startup;
 pub mod state;
-pub mod tenants;
 
 pub use startup::run;
 /// The decoders of untrusted input (their own crate, which the fuzz targets build alone).

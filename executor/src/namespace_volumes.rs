@@ -156,7 +156,7 @@ impl Enforced {
             Mode::empty(),
         )
         .with_context(|| format!("opening {}", self.root.display()))?;
-        let directory = crate::capabilities::open_or_create(&root, namespace.as_ref())
+        let directory = crate::capability::dir::open_or_create(&root, namespace.as_ref())
             .map_err(anyhow::Error::msg)
             .context("the namespace's directory")?;
         let image_path = self.images.join(format!("{namespace}.ext4"));

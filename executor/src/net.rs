@@ -24,10 +24,8 @@ use tokio_rustls::{
     rustls::{ClientConfig, RootCertStore, pki_types::ServerName},
 };
 
-/// The import module guests link the capability from.
+/// The import module guests link the capability from (its functions: `capability::net_access`).
 pub const IMPORT_MODULE: &str = "openwhisk";
-/// The functions of that module.
-pub const IMPORT_NAMES: [&str; 2] = ["http_get", "http_read"];
 
 /// What the request says it is.
 const USER_AGENT: &str = "openwhisk-wasm-executor";

@@ -17,7 +17,12 @@ use crate::{
     backend::{
         Activation, Backend, BackendSettings, GuestExit, ModuleSpec, PrepareError, PrepareInput,
     },
-    capabilities::{GrantRoot, check_namespace},
+    capability::{
+        Capabilities,
+        allow_list::AllowList,
+        dir::{DirCapability, GrantRoot, check_namespace},
+        net_access::NetAccess,
+    },
     code::{self, ModuleCode},
     config::{Config, GuestExecution},
     error::ServiceError,
@@ -32,7 +37,6 @@ use crate::{
     registry::{Lookup, Registry, Reserve},
     shared_code::{SharedCode, Upload},
     state::Directories,
-    tenants::AllowList,
 };
 
 pub const MORE_THAN_ONCE: &str = "Cannot initialize the action more than once.";
@@ -63,16 +67,11 @@ pub struct Executor<B: Backend> {
     pool: ExecutionPool,
     containers: Registry<Container<B>>,
     uploads: SharedCode<B::Code>,
-    grant_root: GrantRoot,
-    /// The filesystem of each namespace's grants, sized by its quota.
-    volumes: Volumes,
-    /// Namespaces that may use `dir` and `net_access`.
-    dir_namespaces: AllowList,
-    net_namespaces: AllowList,
+    /// What annotations may ask for, and which namespaces may have it.
+    capabilities: Capabilities,
     log_budget: Arc<LogBudget>,
     config: Config,
     trusted_keys: TrustedKeys,
-    net: Arc<HttpGetter>,
     target: String,
     /// Names this process: it differs after every restart, so a client that sees it change
     /// knows that the containers it initialized are gone.
@@ -96,8 +95,6 @@ impl<B: Backend> Executor<B> {
             max_memory_bytes: config.max_memory_mb << 20,
             host_io: host_io.clone(),
         })?;
-        let grant_root = GrantRoot::open(&dirs.grant_root)?;
-        let volumes = Volumes::new(&dirs.grant_root, config.dir_quota(), mounts_isolated)?;
         tracing::info!(
             state = %dirs.state.display(),
             cache = %dirs.cache.display(),
@@ -119,25 +116,30 @@ impl<B: Backend> Executor<B> {
             config.queue_depth,
             config.guest_execution(),
         );
-        let net = Arc::new(HttpGetter::new(
+        let getter = Arc::new(HttpGetter::new(
             config.net_allow.clone(),
             Duration::from_millis(config.net_timeout_ms),
             config.net_max_body_kb << 10,
             host_io,
         )?);
+        let capabilities = Capabilities::default()
+            .offer(
+                DirCapability {
+                    root: GrantRoot::open(&dirs.grant_root)?,
+                    volumes: Volumes::new(&dirs.grant_root, config.dir_quota(), mounts_isolated)?,
+                },
+                AllowList::new(&config.dir_namespaces),
+            )
+            .offer(NetAccess { getter }, AllowList::new(&config.net_namespaces));
         Ok(Executor {
             backend: Arc::new(backend),
             pool,
             containers: Registry::default(),
             uploads: SharedCode::new(u64::from_le_bytes(random_bytes("the upload index")?)),
-            grant_root,
-            volumes,
-            dir_namespaces: AllowList::new(&config.dir_namespaces),
-            net_namespaces: AllowList::new(&config.net_namespaces),
+            capabilities,
             log_budget: LogBudget::new(config.max_pending_log_mb << 20),
             config,
             trusted_keys,
-            net,
             target: host_target(),
             // 128 random bits in hex.
             instance: hex::encode(random_bytes::<16>("the instance id")?),
@@ -242,24 +244,17 @@ impl<B: Backend> Executor<B> {
         if let Some(namespace) = namespace {
             check_namespace(namespace).map_err(ServiceError::InitFailed)?;
         }
-        let dir = match value.annotations.dir.as_deref() {
-            Some(requested) => Some(Arc::new(self.grant_dir(namespace, requested).await?)),
-            None => None,
-        };
-        let net_access = value.annotations.net_access;
-        if net_access && !self.net_namespaces.allows(namespace) {
-            return Err(ServiceError::InitFailed(format!(
-                "the `net_access` annotation is not allowed for {} on this executor (--net-namespaces)",
-                shown_namespace(namespace)
-            )));
-        }
+        let grants = self
+            .capabilities
+            .grant(namespace, &value.annotations)
+            .await
+            .map_err(ServiceError::InitFailed)?;
         let entry = value
             .main
             .filter(|m| !m.is_empty() && m != "main" && m != "_start");
         let spec = ModuleSpec {
             entry,
-            dir,
-            net: net_access.then(|| Arc::clone(&self.net)),
+            grants,
             memory_limit_bytes: limits.memory_mb << 20,
         };
         let mut env: BTreeMap<String, String> = value
@@ -293,36 +288,6 @@ impl<B: Backend> Executor<B> {
             .map_err(|_| {
                 ServiceError::NotFound(format!("container {id} was destroyed while it initialized"))
             })
-    }
-
-    /// The directory a `dir` annotation asks for, beneath the action's namespace, if the
-    /// operator lets that namespace have one.
-    async fn grant_dir(
-        &self,
-        namespace: Option<&str>,
-        requested: &str,
-    ) -> Result<crate::capabilities::GrantedDir, ServiceError> {
-        let Some(namespace) = namespace else {
-            return Err(ServiceError::InitFailed(
-                "the `dir` annotation needs the action's namespace, which the invoker sends as \
-                 `namespace` in the /init value (the OpenWhisk patch does); none was sent"
-                    .into(),
-            ));
-        };
-        if !self.dir_namespaces.allows(Some(namespace)) {
-            return Err(ServiceError::InitFailed(format!(
-                "the `dir` annotation is not allowed for namespace {namespace:?} on this executor \
-                 (--dir-namespaces)"
-            )));
-        }
-        check_namespace(namespace).map_err(ServiceError::InitFailed)?;
-        self.volumes
-            .prepare(namespace)
-            .await
-            .map_err(ServiceError::InitFailed)?;
-        self.grant_root
-            .grant(namespace, requested)
-            .map_err(ServiceError::InitFailed)
     }
 
     /// The container's limits from its /init, within the operator's maxima (a value beyond
@@ -603,12 +568,4 @@ fn now_epoch_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
-}
-
-/// A namespace as an error message names it.
-fn shown_namespace(namespace: Option<&str>) -> String {
-    match namespace {
-        Some(namespace) => format!("namespace {namespace:?}"),
-        None => "an /init that names no namespace".into(),
-    }
 }

@@ -1,20 +1,19 @@
-//! Starts and stops a `wasm-executor` process for a measurement (a free loopback port, its own
-//! cache directory, its log captured to a file, ready once `GET /health` answers), and makes
-//! and removes its containers.
+//! Starts and stops a `wasm-executor` process for a measurement (the test kit's process: a free
+//! loopback port, ready once `GET /health` answers; here with its own state directory and its
+//! log captured to a file), and makes and removes its containers.
 
 use std::{
-    net::{SocketAddr, TcpListener},
+    net::SocketAddr,
     path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
-    time::{Duration, Instant},
+    process::{Command, Stdio},
+    time::Duration,
 };
 
 use anyhow::{Context, bail};
+use wasm_executor_testkit::process::{self, ExecutorProcess as Process};
 
 use crate::http::{Client, ConnMode};
 
-/// How long an executor may take to answer its first health check.
-const START_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long it may take to exit after SIGTERM before it is killed.
 const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -33,16 +32,16 @@ pub struct ExecutorOptions {
     pub extra_args: Vec<String>,
 }
 
-/// A running executor; killed if dropped without [`ExecutorProcess::stop`].
+/// A running executor; stopped when dropped without [`ExecutorProcess::stop`].
 pub struct ExecutorProcess {
-    child: Option<Child>,
+    process: Process,
     pub addr: SocketAddr,
     log_path: PathBuf,
 }
 
 impl ExecutorProcess {
     pub fn start(options: &ExecutorOptions) -> anyhow::Result<ExecutorProcess> {
-        let addr = free_loopback_port()?;
+        let addr = process::free_loopback_port()?;
         let log = std::fs::File::create(&options.log_path)
             .with_context(|| format!("creating {}", options.log_path.display()))?;
         let mut command = Command::new(&options.binary);
@@ -53,7 +52,6 @@ impl ExecutorProcess {
             .arg(&options.state_dir)
             .env("RUST_LOG", &options.log_filter)
             .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log);
         if let Some(key) = &options.trusted_key {
@@ -61,44 +59,26 @@ impl ExecutorProcess {
         }
         crate::affinity::pin_command(&mut command);
         command.args(&options.extra_args);
-        let child = command
-            .spawn()
-            .with_context(|| format!("starting {}", options.binary.display()))?;
-        let mut process = ExecutorProcess {
-            child: Some(child),
+        let mut process = Process::spawn(command, addr)?;
+        process.grace = STOP_TIMEOUT;
+        let mut executor = ExecutorProcess {
+            process,
             addr,
             log_path: options.log_path.clone(),
         };
-        process.wait_healthy()?;
-        tracing::debug!(%addr, state = %options.state_dir.display(), "executor ready");
-        Ok(process)
-    }
-
-    fn wait_healthy(&mut self) -> anyhow::Result<()> {
-        let started = Instant::now();
-        loop {
-            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().transpose()) {
-                let status = status?;
-                bail!(
-                    "the executor exited at start ({status}); its log:\n{}",
-                    std::fs::read_to_string(&self.log_path).unwrap_or_default()
-                );
-            }
-            if let Ok(response) = Client::new(self.addr, ConnMode::New).get("/health")
-                && response.status == 200
-            {
-                return Ok(());
-            }
-            if started.elapsed() > START_TIMEOUT {
-                bail!("the executor did not answer /health within {START_TIMEOUT:?}");
-            }
-            std::thread::sleep(Duration::from_millis(10));
+        if let Err(error) = executor.process.wait_healthy(None) {
+            bail!(
+                "{error:#}; its log:\n{}",
+                executor.log().unwrap_or_default()
+            );
         }
+        tracing::debug!(%addr, state = %options.state_dir.display(), "executor ready");
+        Ok(executor)
     }
 
-    /// Its process id (while running).
+    /// Its process id.
     pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
+        Some(self.process.child_id())
     }
 
     /// Its log so far.
@@ -109,43 +89,9 @@ impl ExecutorProcess {
 
     /// Stops the executor (SIGTERM, then SIGKILL) and returns its log.
     pub fn stop(mut self) -> anyhow::Result<String> {
-        self.terminate();
+        self.process.stop();
         self.log()
     }
-
-    fn terminate(&mut self) {
-        let Some(mut child) = self.child.take() else {
-            return;
-        };
-        // std only sends SIGKILL; `kill` (procps/coreutils) sends SIGTERM for a graceful stop.
-        let _ = Command::new("kill")
-            .arg("-TERM")
-            .arg(child.id().to_string())
-            .stderr(Stdio::null())
-            .status();
-        let deadline = Instant::now() + STOP_TIMEOUT;
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        tracing::warn!(pid = child.id(), "executor ignored SIGTERM, killing it");
-        let _ = child.kill();
-        let _ = child.wait();
-    }
-}
-
-impl Drop for ExecutorProcess {
-    fn drop(&mut self) {
-        self.terminate();
-    }
-}
-
-/// A loopback address no one listens on right now (the kernel's choice of a free port).
-fn free_loopback_port() -> anyhow::Result<SocketAddr> {
-    let listener = TcpListener::bind("127.0.0.1:0").context("finding a free loopback port")?;
-    Ok(listener.local_addr()?)
 }
 
 /// A fresh directory under `parent`, empty.
@@ -165,7 +111,7 @@ pub fn init_container(addr: SocketAddr, id: &str, body: &[u8]) -> anyhow::Result
         bail!(
             "/init of {id} answered {}: {}",
             response.status,
-            response.body_text()
+            response.text()
         );
     }
     Ok(())
@@ -178,7 +124,7 @@ pub fn destroy_container(client: &mut Client, id: &str) -> anyhow::Result<()> {
         bail!(
             "/destroy of {id} answered {}: {}",
             response.status,
-            response.body_text()
+            response.text()
         );
     }
     Ok(())

@@ -362,11 +362,7 @@ fn measure(
         let response =
             Client::new(addr, ConnMode::New).post(&format!("/fp-{index}/run"), &run_body)?;
         if response.status != 200 {
-            bail!(
-                "/run answered {}: {}",
-                response.status,
-                response.body_text()
-            );
+            bail!("/run answered {}: {}", response.status, response.text());
         }
     }
     let after_runs = rss(pid)?;
@@ -384,11 +380,7 @@ fn measure(
             runs.push(started.elapsed().as_nanos() as u64);
         }
         if response.status != 200 {
-            bail!(
-                "/run answered {}: {}",
-                response.status,
-                response.body_text()
-            );
+            bail!("/run answered {}: {}", response.status, response.text());
         }
     }
     let warm_run_cpu_us = cpu::per_request_us(cpu_before, cpu::process_cpu_ns(pid), requests);

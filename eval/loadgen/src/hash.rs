@@ -87,11 +87,7 @@ impl Runner {
             Runner::Executor { client, path } => {
                 let response = client.post(path, &workload::run_body(&params))?;
                 if response.status != 200 {
-                    bail!(
-                        "{path} answered {}: {}",
-                        response.status,
-                        response.body_text()
-                    );
+                    bail!("{path} answered {}: {}", response.status, response.text());
                 }
             }
         }

@@ -11,7 +11,7 @@ mod failures;
 mod footprint;
 mod gateway;
 mod hash;
-mod http;
+use wasm_executor_testkit::http;
 mod invoker;
 mod metrics;
 mod platform;

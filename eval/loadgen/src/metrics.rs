@@ -34,7 +34,7 @@ impl Histogram {
         if response.status != 200 {
             bail!("GET /metrics answered {}", response.status);
         }
-        Histogram::parse(&response.body_text(), phase)
+        Histogram::parse(&response.text(), phase)
     }
 
     pub fn parse(text: &str, phase: Phase) -> anyhow::Result<Histogram> {

@@ -228,7 +228,7 @@ mod tests {
             let response = client.get("/").unwrap();
             assert_eq!(response.status, 200);
             assert!(started.elapsed() >= Duration::from_millis(30));
-            assert!(response.body_text().contains("delayed_ms"));
+            assert!(response.text().contains("delayed_ms"));
         }
     }
 

@@ -357,7 +357,7 @@ fn expect(
     bail!(
         "{what}: expected {status}, got {}: {}",
         answer.status,
-        answer.body_text()
+        answer.text()
     )
 }
 
@@ -387,7 +387,7 @@ fn activate(http: &mut Client, id: &str, params: Value) -> anyhow::Result<crate:
 fn destroy(http: &mut Client, id: &str) -> anyhow::Result<()> {
     let answer = http.post(&format!("/{id}/destroy"), b"")?;
     if answer.status != 200 && answer.status != 404 {
-        bail!("destroy {id}: {} {}", answer.status, answer.body_text());
+        bail!("destroy {id}: {} {}", answer.status, answer.text());
     }
     Ok(())
 }
@@ -595,11 +595,7 @@ fn attack(
                 .join()
                 .map_err(|_| anyhow::anyhow!("racer panicked"))??;
             if ![200, 404].contains(&raced.status) {
-                bail!(
-                    "/init raced by /destroy: {} {}",
-                    raced.status,
-                    raced.body_text()
-                );
+                bail!("/init raced by /destroy: {} {}", raced.status, raced.text());
             }
             Ok(())
         }

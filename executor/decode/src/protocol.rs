@@ -37,21 +37,12 @@ pub struct InitValue<'a> {
     /// action parameter can set it): every grant of the container belongs to it.
     #[serde(default)]
     pub namespace: Option<String>,
+    /// The action's annotations; the executor acts on those of its capabilities
+    /// (`capability` in the library) and ignores the others.
     #[serde(default)]
-    pub annotations: Annotations,
+    pub annotations: BTreeMap<String, Value>,
     #[serde(default)]
     pub limits: Limits,
-}
-
-/// The action's annotations the executor acts upon; others are ignored.
-#[derive(Debug, Default, Deserialize)]
-pub struct Annotations {
-    /// The path at which the guest sees a directory of its namespace (`ROOT/<namespace>/<path>`).
-    #[serde(default)]
-    pub dir: Option<String>,
-    /// Provide the `openwhisk::http_get` import.
-    #[serde(default, deserialize_with = "lenient_bool")]
-    pub net_access: bool,
 }
 
 /// The action's limits as the WasmContainerFactory passes them.
@@ -160,15 +151,6 @@ fn borrowed_text<'de: 'a, 'a, D: Deserializer<'de>>(
 }
 
 /// Annotations arrive as JSON booleans or as strings ("true") depending on how they were set.
-fn lenient_bool<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
-    Ok(match Value::deserialize(d)? {
-        Value::Bool(b) => b,
-        Value::String(s) => s.eq_ignore_ascii_case("true"),
-        Value::Number(n) => n.as_i64().is_some_and(|n| n != 0),
-        _ => false,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -234,15 +216,5 @@ mod tests {
         assert!(code(r#"{"value": {"code": null}}"#).is_none());
         assert!(code(r#"{"value": {}}"#).is_none());
         assert!(serde_json::from_str::<InitRequest>(r#"{"value": {"code": 1}}"#).is_err());
-    }
-
-    #[test]
-    fn annotations_accept_strings_and_booleans() {
-        let v: InitValue = serde_json::from_str(
-            r#"{"annotations":{"net_access":"true","dir":"/tmp/x","other":1}}"#,
-        )
-        .unwrap();
-        assert!(v.annotations.net_access);
-        assert_eq!(v.annotations.dir.as_deref(), Some("/tmp/x"));
     }
 }

@@ -6,7 +6,7 @@ use std::{future::Future, path::PathBuf, sync::Arc, time::Instant};
 use thiserror::Error;
 use wasm_artifact::{Envelope, RuntimeId};
 
-use crate::{capabilities::GrantedDir, logs::OutputCapture, net::HttpGetter, pool::CpuSlot};
+use crate::{capability::Grants, logs::OutputCapture, pool::CpuSlot};
 
 pub mod deadline_queue;
 pub mod disk_cache;
@@ -53,10 +53,9 @@ pub enum PrepareInput<'a> {
 pub struct ModuleSpec {
     /// Export to call instead of `_start`.
     pub entry: Option<String>,
-    /// The granted directory, open, preopened at its guest path.
-    pub dir: Option<Arc<GrantedDir>>,
-    /// The HTTP GET capability, when the action has `net_access`.
-    pub net: Option<Arc<HttpGetter>>,
+    /// The capabilities granted by its annotations: a granted directory, open, is preopened
+    /// at its guest path; `net_access` links the HTTP import.
+    pub grants: Grants,
     /// Linear-memory limit in bytes.
     pub memory_limit_bytes: u64,
 }
@@ -96,7 +95,7 @@ pub enum PrepareError {
     MissingImport {
         module: String,
         name: String,
-        hint: &'static str,
+        hint: String,
     },
     #[error("the module has no exported function `{0}` to use as the entry point")]
     MissingEntry(String),
@@ -108,12 +107,12 @@ impl PrepareError {
     /// The module imports `module::name`, which this container does not provide; with a hint
     /// when an annotation would provide it.
     pub fn missing_import(module: &str, name: &str) -> Self {
-        let hint =
-            if module == crate::net::IMPORT_MODULE && crate::net::IMPORT_NAMES.contains(&name) {
-                " to this action: it is provided only to actions annotated with `net_access`"
-            } else {
-                ""
-            };
+        let hint = crate::capability::provider_of(module, name).map_or(String::new(), |d| {
+            format!(
+                " to this action: it is provided only to actions annotated with `{}`",
+                d.annotation
+            )
+        });
         PrepareError::MissingImport {
             module: module.to_owned(),
             name: name.to_owned(),

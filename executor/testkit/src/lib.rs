@@ -1,6 +1,7 @@
-//! What the executor's tests share: starting an executor binary and talking to it over real
-//! HTTP, one new TCP connection per request as OpenWhisk's invoker does; the guest modules;
-//! precompiling for the runtime under test.
+//! What the executor's tests and benchmarks share: starting an executor binary ([`process`],
+//! also the benchmarks' launcher) and talking to it over real HTTP ([`http`], also the
+//! benchmarks' client), one new TCP connection per request as OpenWhisk's invoker does; the
+//! guest modules; precompiling for the runtime under test.
 //!
 //! The executor under test is the binary of the package whose tests run (`wasm-executor-<runtime>`
 //! in this build's target directory, found through the `CARGO_PKG_NAME` cargo sets for the test)
@@ -18,9 +19,9 @@
 
 use std::{
     io::{Read, Write},
-    net::{SocketAddr, TcpListener, TcpStream},
+    net::{SocketAddr, TcpStream},
     path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
+    process::{Command, Stdio},
     sync::atomic::{AtomicU32, Ordering},
     time::{Duration, Instant},
 };
@@ -28,52 +29,12 @@ use std::{
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-pub struct Response {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
+pub mod http;
+pub mod process;
 
-impl Response {
-    pub fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
-            panic!(
-                "response is not JSON ({e}): {}",
-                String::from_utf8_lossy(&self.body)
-            )
-        })
-    }
-
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-
-    /// The `error` text of an error answer.
-    pub fn error(&self) -> String {
-        self.json()["error"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no error field in {}", self.text()))
-            .to_owned()
-    }
-
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    #[track_caller]
-    pub fn expect(&self, status: u16) -> &Self {
-        assert_eq!(
-            self.status,
-            status,
-            "unexpected status, body: {}",
-            self.text()
-        );
-        self
-    }
-}
+use http::{Client, ConnMode};
+pub use http::{Response, exchange, parse_response};
+use process::ExecutorProcess;
 
 /// A private scratch directory removed on drop.
 pub struct ScratchDir(pub PathBuf);
@@ -121,7 +82,7 @@ impl Drop for ScratchDir {
 }
 
 pub struct Executor {
-    child: Child,
+    process: ExecutorProcess,
     pub addr: SocketAddr,
     /// Its state directory (`--state-dir`), removed with it.
     pub state: ScratchDir,
@@ -131,8 +92,6 @@ pub struct Executor {
     pub token: Option<String>,
     /// Where the launcher reports the executor's pid, when it is not the child's.
     pid_file: Option<PathBuf>,
-    /// Whether it was started behind a launcher, which passes SIGTERM on.
-    launched: bool,
 }
 
 impl Executor {
@@ -159,17 +118,12 @@ impl Executor {
     }
 
     /// `executor` once `/health` answers.
-    fn healthy(executor: Self) -> Self {
-        let started = Instant::now();
-        while started.elapsed() < Duration::from_secs(20) {
-            if let Ok(r) = executor.try_request("GET", "/health", None)
-                && r.status == 200
-            {
-                return executor;
-            }
-            std::thread::sleep(Duration::from_millis(10));
+    fn healthy(mut executor: Self) -> Self {
+        let token = executor.token.clone();
+        if let Err(error) = executor.process.wait_healthy(token.as_deref()) {
+            panic!("wasm-executor did not become healthy: {error:#}");
         }
-        panic!("wasm-executor did not become healthy");
+        executor
     }
 
     /// Starts the executor with extra flags and does not wait for it (it may refuse to start).
@@ -180,7 +134,7 @@ impl Executor {
 
     fn spawn_behind(launcher: Option<Vec<String>>, extra: &[&str], env: &[(&str, &str)]) -> Self {
         let state = ScratchDir::new("state");
-        let addr = free_port();
+        let addr = process::free_loopback_port().unwrap();
         let launched = launcher.is_some();
         let mut command = executor_command(launcher);
         if !extra.contains(&"--listen") {
@@ -215,33 +169,31 @@ impl Executor {
         if let Some(pid_file) = &pid_file {
             command.env("WASM_EXECUTOR_PID_FILE", pid_file);
         }
-        let child = command
+        command
             .args(extra)
             .env("RUST_LOG", "warn")
             .envs(env.iter().copied())
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap_or_else(|e| {
-                // A launcher such as qemu-user comes from scripts/prerequisites.sh.
-                panic!(
-                    "starting {}: {e} (missing tools: scripts/prerequisites.sh)",
-                    command.get_program().to_string_lossy()
-                )
-            });
+            .stderr(Stdio::inherit());
+        let mut process = ExecutorProcess::spawn(command, addr).unwrap_or_else(|e| panic!("{e:#}"));
+        // A launcher (an emulator, `docker run`) passes SIGTERM on to the executor, which then
+        // ends; SIGKILL would end only the launcher and could leave the executor running. An
+        // executor of its own is killed at once: a test has no use for its graceful stop.
+        if !launched {
+            process.grace = Duration::ZERO;
+        }
         let token = extra
             .iter()
             .position(|a| *a == "--auth-token-file")
             .and_then(|i| extra.get(i + 1))
             .map(|path| std::fs::read_to_string(path).unwrap().trim().to_owned());
         Executor {
-            child,
+            process,
             addr,
             state,
             cache,
             token,
             pid_file,
-            launched,
         }
     }
 
@@ -359,7 +311,7 @@ impl Executor {
     /// The executor's process id: the child's, or the one its launcher reports.
     pub fn pid(&self) -> u32 {
         let Some(pid_file) = &self.pid_file else {
-            return self.child.id();
+            return self.process.child_id();
         };
         let started = Instant::now();
         loop {
@@ -404,14 +356,7 @@ impl Executor {
     /// Waits for the executor process to exit by itself; its status, or `None` if it still
     /// runs after `within`.
     pub fn exit_status(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
-        let started = Instant::now();
-        while started.elapsed() < within {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return Some(status);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        None
+        self.process.exit_status(within).unwrap()
     }
 
     /// The log lines collected since the last call, parsed.
@@ -431,17 +376,10 @@ impl Executor {
         method: &str,
         path: &str,
         body: Option<&[u8]>,
-    ) -> std::io::Result<Response> {
-        let host = self.addr.to_string();
-        let mut headers = vec![
-            ("Host", host.as_str()),
-            ("Content-Type", "application/json"),
-        ];
-        let bearer = self.token.as_ref().map(|t| format!("Bearer {t}"));
-        if let Some(bearer) = &bearer {
-            headers.push(("Authorization", bearer));
-        }
-        self.raw_request(method, path, &headers, body.unwrap_or_default())
+    ) -> anyhow::Result<Response> {
+        Client::new(self.addr, ConnMode::New)
+            .with_token(self.token.clone())
+            .request(method, path, body.unwrap_or_default())
     }
 
     /// A request with exactly `headers` (plus Content-Length and Connection: close).
@@ -491,62 +429,12 @@ pub fn post_expecting_continue(ex: &Executor, path: &str, body: &[u8]) -> Respon
     parse_response(&raw)
 }
 
-/// Writes one request on `stream` and reads the whole answer (the server closes).
-pub fn exchange(
-    mut stream: impl Read + Write,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &[u8],
-) -> std::io::Result<Response> {
-    let mut head = format!("{method} {path} HTTP/1.1\r\n");
-    for (name, value) in headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    head.push_str(&format!(
-        "Content-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    ));
-    stream.write_all(head.as_bytes())?;
-    // A server may answer before it has read the whole body (a 413) and close; the rest of
-    // the body then meets a closed socket. Like curl, stop sending and read the answer, which
-    // arrived before the close.
-    let sent = stream.write_all(body);
-    let mut raw = Vec::new();
-    let received = read_until_closed(&mut stream, &mut raw);
-    match (sent, received) {
-        (Err(refused), _) if raw.is_empty() => Err(refused),
-        (_, Err(e)) if raw.is_empty() => Err(e),
-        _ => Ok(parse_response(&raw)),
-    }
-}
-
-/// Reads until the peer closes or resets the connection; a reset after an answer keeps what
-/// was read (the peer closed with part of the request unread).
-fn read_until_closed(stream: &mut impl Read, raw: &mut Vec<u8>) -> std::io::Result<()> {
-    match stream.read_to_end(raw) {
-        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset && !raw.is_empty() => Ok(()),
-        other => other.map(drop),
-    }
-}
-
 impl Drop for Executor {
     fn drop(&mut self) {
         if let Some(pid_file) = &self.pid_file {
             let _ = std::fs::remove_file(pid_file);
         }
-        // A launcher (an emulator, `docker run`) passes SIGTERM on to the executor, which then
-        // ends; SIGKILL would end only the launcher and could leave the executor running.
-        if self.launched && self.child.try_wait().ok().flatten().is_none() {
-            let _ = Command::new("kill")
-                .args(["-TERM", &self.child.id().to_string()])
-                .status();
-            if self.exit_status(Duration::from_secs(20)).is_some() {
-                return;
-            }
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.process.stop();
     }
 }
 
@@ -680,51 +568,6 @@ fn code_for_executor(code: &[u8]) -> Vec<u8> {
         return zip;
     }
     try_precompile(code, &executor_target(), &[], None, &out).unwrap_or_else(|_| code.to_vec())
-}
-
-pub fn parse_response(raw: &[u8]) -> Response {
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .unwrap_or_else(|| panic!("no header end in {:?}", String::from_utf8_lossy(raw)));
-    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
-    let mut lines = head.split("\r\n");
-    let status: u16 = lines
-        .next()
-        .unwrap()
-        .split(' ')
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-        .collect();
-    let body = raw[split + 4..].to_vec();
-    let response = Response {
-        status,
-        headers,
-        body,
-    };
-    let length: usize = response
-        .header("content-length")
-        .unwrap_or_else(|| panic!("response without Content-Length: {head}"))
-        .parse()
-        .unwrap();
-    assert_eq!(
-        length,
-        response.body.len(),
-        "Content-Length does not match the body"
-    );
-    response
-}
-
-fn free_port() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
 }
 
 pub fn b64(bytes: &[u8]) -> String {

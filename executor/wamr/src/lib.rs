@@ -27,7 +27,7 @@ use wasm_executor::backend::{
     self, Activation, Backend, BackendSettings, GuestExit, ModuleSpec, PortableModules,
     PrepareError, PrepareInput, resolve_entry,
 };
-use wasm_executor::{net, pool::CpuSlot};
+use wasm_executor::{capability::dir::GrantedDir, net::HttpGetter, pool::CpuSlot};
 
 /// The interpreter's operand and frame stack per instance. 512 KiB takes large Rust and C
 /// programs through deep call chains; it is reserved per instance but only touched pages count.
@@ -167,7 +167,7 @@ impl WamrBackend {
     ) -> GuestExit {
         let host = HostState::new(
             Arc::clone(&activation.output),
-            module.spec.net.clone(),
+            module.spec.grants.get::<HttpGetter>(),
             activation.deadline,
             module.spec.memory_limit_bytes,
             cpu,
@@ -180,14 +180,11 @@ impl WamrBackend {
         };
         let argv = [activation.program_name.as_str(), activation.params.as_str()];
         // The directory opened at /init, by its descriptor: no path is looked up again.
+        let dir = module.spec.grants.get::<GrantedDir>();
         let config = InstanceConfig {
             argv: &argv,
             env: &activation.env,
-            dir: module
-                .spec
-                .dir
-                .as_deref()
-                .map(|dir| (dir.guest_path(), dir.fd())),
+            dir: dir.as_deref().map(|dir| (dir.guest_path(), dir.fd())),
             stdin: stdin.fd(),
             stdout: self.null_output.as_fd(),
             stderr: self.null_output.as_fd(),
@@ -250,11 +247,11 @@ fn load_checked(
 
 /// Names the first import this container does not provide, with a hint when an annotation
 /// would. WAMR resolves imports against all registered natives, so the `openwhisk` ones, which
-/// exist for every module, are refused here without `net_access`.
+/// exist for every module, are refused here to a container not granted their capability.
 fn check_imports(module: &LoadedModule, spec: &ModuleSpec) -> Result<(), PrepareError> {
     for import in module.imports() {
-        let net_refused = import.module == net::IMPORT_MODULE && spec.net.is_none();
-        if !import.linked || net_refused {
+        let withheld = spec.grants.set().withholds(&import.module, &import.name);
+        if !import.linked || withheld {
             return Err(PrepareError::missing_import(&import.module, &import.name));
         }
     }

@@ -1,13 +1,18 @@
-//! Resolves a module's imports against what this executor provides: WASI preview 1 always,
-//! `openwhisk::http_get`/`http_read` only with `net_access`. Checked once at /init (names and
-//! types, so a module that cannot link is refused there), built per activation for its store.
+//! Resolves a module's imports against what this executor provides: WASI preview 1 always, the
+//! host functions of a capability (`openwhisk::http_get`/`http_read` of `net_access`) only to
+//! containers granted it. Checked once at /init (names and types, so a module that cannot link
+//! is refused there), built per activation for its store.
 
 use std::{sync::Arc, time::Instant};
 
 use wasmer::{Engine, ExternType, FunctionEnv, Imports, Module, Store};
 
 use super::{deadline::RunClock, host::RunEnv, http_import, wasi};
-use wasm_executor::{backend::PrepareError, net::IMPORT_MODULE, pool::CpuSlot};
+use wasm_executor::{
+    backend::PrepareError,
+    capability::{CapabilityId, GrantSet, provider_of},
+    pool::CpuSlot,
+};
 
 /// The host function for `module::name`, when this container provides it.
 fn provide(
@@ -15,17 +20,21 @@ fn provide(
     env: &FunctionEnv<RunEnv>,
     module: &str,
     name: &str,
-    net: bool,
+    granted: GrantSet,
 ) -> Option<wasmer::Function> {
-    match module {
-        wasi::MODULE => wasi::function(store, env, name),
-        IMPORT_MODULE if net => http_import::function(store, env, name),
-        _ => None,
+    if module == wasi::MODULE {
+        return wasi::function(store, env, name);
+    }
+    let capability = provider_of(module, name).filter(|c| granted.contains(c.id))?;
+    match capability.id {
+        // Through WASI's preopened directories.
+        CapabilityId::Dir => None,
+        CapabilityId::NetAccess => http_import::function(store, env, name),
     }
 }
 
 /// Refuses a module importing anything this container does not provide, or with another type.
-pub fn check(engine: &Engine, module: &Module, net: bool) -> Result<(), PrepareError> {
+pub fn check(engine: &Engine, module: &Module, granted: GrantSet) -> Result<(), PrepareError> {
     let mut store = Store::new(engine.clone());
     let env = FunctionEnv::new(
         &mut store,
@@ -43,8 +52,8 @@ pub fn check(engine: &Engine, module: &Module, net: bool) -> Result<(), PrepareE
         let ExternType::Function(wanted) = import.ty() else {
             return Err(missing());
         };
-        let func =
-            provide(&mut store, &env, import.module(), import.name(), net).ok_or_else(missing)?;
+        let func = provide(&mut store, &env, import.module(), import.name(), granted)
+            .ok_or_else(missing)?;
         let provided = func.ty(&store);
         if &provided != wanted {
             return Err(PrepareError::Invalid(format!(
@@ -62,11 +71,11 @@ pub fn build(
     store: &mut Store,
     env: &FunctionEnv<RunEnv>,
     module: &Module,
-    net: bool,
+    granted: GrantSet,
 ) -> Result<Imports, String> {
     let mut imports = Imports::new();
     for import in module.imports() {
-        let func = provide(store, env, import.module(), import.name(), net)
+        let func = provide(store, env, import.module(), import.name(), granted)
             .ok_or_else(|| format!("`{}::{}` is not provided", import.module(), import.name()))?;
         imports.define(import.module(), import.name(), func);
     }

@@ -42,7 +42,7 @@ use wasm_executor::backend::{
     Activation, Backend, BackendSettings, ExportKind, GuestExit, ModuleSpec, PortableModules,
     PrepareError, PrepareInput, resolve_entry,
 };
-use wasm_executor::pool::CpuSlot;
+use wasm_executor::{capability::dir::GrantedDir, net::HttpGetter, pool::CpuSlot};
 
 pub struct WasmerBackend {
     unblocker: wasm_executor::backend::unblock::Unblocker,
@@ -127,7 +127,7 @@ impl Backend for WasmerBackend {
         spec: &ModuleSpec,
     ) -> Result<PreparedModule, PrepareError> {
         let entry = entry_of(&code.module, spec.entry.as_deref())?;
-        imports::check(&code.engine, &code.module, spec.net.is_some())?;
+        imports::check(&code.engine, &code.module, spec.grants.set())?;
         Ok(PreparedModule {
             code: Arc::clone(code),
             entry,
@@ -141,7 +141,10 @@ impl Backend for WasmerBackend {
         let _unblock = self.unblocker.register(activation.deadline);
         let clock = Arc::new(RunClock::new(activation.deadline));
         let budget = MemoryBudget::new(module.spec.memory_limit_bytes);
-        let wasi = match WasiCtx::new(activation, module.spec.dir.as_deref()) {
+        let wasi = match WasiCtx::new(
+            activation,
+            module.spec.grants.get::<GrantedDir>().as_deref(),
+        ) {
             Ok(wasi) => wasi,
             Err(error) => return GuestExit::HostFailure(format!("{error:#}")),
         };
@@ -151,18 +154,14 @@ impl Backend for WasmerBackend {
             RunEnv {
                 memory: None,
                 wasi,
-                net: module.spec.net.clone(),
+                net: module.spec.grants.get::<HttpGetter>(),
                 held: Default::default(),
                 clock: Arc::clone(&clock),
                 cpu,
             },
         );
-        let imports = match imports::build(
-            &mut store,
-            &env,
-            &module.code.module,
-            module.spec.net.is_some(),
-        ) {
+        let granted = module.spec.grants.set();
+        let imports = match imports::build(&mut store, &env, &module.code.module, granted) {
             Ok(imports) => imports,
             Err(error) => return GuestExit::HostFailure(error),
         };

@@ -4,6 +4,7 @@
 //! asynchronously: on the request's task where no host call can block a thread, else on a
 //! pool thread that drives the same future (its timers and sockets on the host I/O runtime).
 
+mod capabilities;
 mod descriptors;
 mod engine;
 mod http_import;
@@ -12,8 +13,9 @@ mod random;
 mod stdio;
 
 use std::{
+    collections::HashMap,
     future::Future,
-    sync::{Arc, OnceLock},
+    sync::{Arc, RwLock},
     time::Instant,
 };
 
@@ -21,7 +23,7 @@ use wasm_artifact::RuntimeId;
 use wasmtime::{
     Engine, ExternType, InstancePre, Linker, Module, ResourceLimiter, Store, Trap, Val,
 };
-use wasmtime_wasi::{FsPerms, I32Exit, WasiCtxBuilder, p1::WasiP1Ctx, p2::pipe::MemoryInputPipe};
+use wasmtime_wasi::{I32Exit, WasiCtxBuilder, p1::WasiP1Ctx, p2::pipe::MemoryInputPipe};
 
 use self::{poll::GuestMonotonicClock, stdio::CaptureStream};
 use wasm_executor::backend::{
@@ -30,7 +32,8 @@ use wasm_executor::backend::{
     resolve_entry, unblock::Unblocker,
 };
 use wasm_executor::{
-    backend::opened::OpenedDescriptors, logs::Stream, net::HttpGetter, pool::CpuSlot,
+    backend::opened::OpenedDescriptors, capability::GrantSet, logs::Stream, net::HttpGetter,
+    pool::CpuSlot,
 };
 
 pub struct WasmtimeBackend {
@@ -42,11 +45,11 @@ pub struct WasmtimeBackend {
     allocator: engine::Allocator,
 }
 
-/// A loaded module and its pre-instantiated forms, made on first use: linked against WASI,
-/// without and with the HTTP import of `net_access`.
+/// A loaded module and its pre-instantiated forms, made on first use: linked against WASI and
+/// the imports of a grant set, one form per set of capabilities its containers hold.
 pub struct LoadedCode {
     module: Module,
-    linked: [OnceLock<InstancePre<RunState>>; 2],
+    linked: RwLock<HashMap<GrantSet, InstancePre<RunState>>>,
 }
 
 /// A container's module: its code's pre-instantiated form for the container's grants.
@@ -180,15 +183,18 @@ impl Backend for WasmtimeBackend {
         spec: &ModuleSpec,
     ) -> Result<PreparedModule, PrepareError> {
         let entry = entry_of(&code.module, spec.entry.as_deref())?;
-        let with_net = spec.net.is_some();
-        let pre = match code.linked[usize::from(with_net)].get() {
-            Some(pre) => pre.clone(),
+        let set = spec.grants.set();
+        let known = code.linked.read().ok().and_then(|l| l.get(&set).cloned());
+        let pre = match known {
+            Some(pre) => pre,
             None => {
-                let pre = self.instantiate_pre(&code.module, with_net)?;
+                let pre = self.instantiate_pre(&code.module, set)?;
                 // Two containers linking at once both succeed; the first form is kept.
-                code.linked[usize::from(with_net)]
-                    .get_or_init(|| pre)
-                    .clone()
+                let mut linked = code
+                    .linked
+                    .write()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                linked.entry(set).or_insert(pre).clone()
             }
         };
         Ok(PreparedModule {
@@ -211,11 +217,10 @@ impl Backend for WasmtimeBackend {
         }
     }
 
-    /// A guest without a granted directory makes no host call that blocks its thread: its
-    /// standard streams are memory, and it waits only in `poll_oneoff` and `http_get`, which
-    /// suspend it.
+    /// Its standard streams are memory and it waits in `poll_oneoff`, which suspends it: a
+    /// guest blocks no thread unless a capability's host calls do.
     fn runs_on_task(&self, module: &PreparedModule) -> bool {
-        module.spec.dir.is_none()
+        !capabilities::block_threads(module.spec.grants.set())
     }
 
     fn run_on_task(
@@ -259,11 +264,12 @@ impl WasmtimeBackend {
         }
     }
 
-    /// Links `module` against WASI (and the HTTP import `with_net`) and pre-instantiates it.
+    /// Links `module` against WASI and the imports of the capabilities in `set`, and
+    /// pre-instantiates it.
     fn instantiate_pre(
         &self,
         module: &Module,
-        with_net: bool,
+        set: GrantSet,
     ) -> Result<InstancePre<RunState>, PrepareError> {
         let mut linker: Linker<RunState> = Linker::new(&self.engine);
         wasmtime_wasi::p1::add_to_linker_async(&mut linker, |s: &mut RunState| &mut s.wasi)
@@ -271,10 +277,8 @@ impl WasmtimeBackend {
         poll::add_to_linker(&mut linker).map_err(|e| PrepareError::Internal(e.into()))?;
         random::add_to_linker(&mut linker).map_err(|e| PrepareError::Internal(e.into()))?;
         descriptors::add_to_linker(&mut linker).map_err(|e| PrepareError::Internal(e.into()))?;
-        if with_net {
-            http_import::add_to_linker(&mut linker)
-                .map_err(|e| PrepareError::Internal(e.into()))?;
-        }
+        capabilities::add_to_linker(&mut linker, set)
+            .map_err(|e| PrepareError::Internal(e.into()))?;
         check_imports(&self.engine, &linker, module)?;
         linker
             .instantiate_pre(module)
@@ -307,11 +311,7 @@ impl WasmtimeBackend {
         // Only guests on a pool thread have a directory, the one thing that blocks: block right
         // there (and be interrupted by the unblocker) rather than on another thread.
         .allow_blocking_current_thread(true);
-        if let Some(dir) = &module.spec.dir {
-            // The directory opened at /init, by its descriptor: not whatever its path names now.
-            wasi.preopened_dir(dir.reopen_path(), dir.guest_path(), FsPerms::ReadWrite)
-                .map_err(|e| e.context(format!("opening the granted {}", dir.guest_path())))?;
-        }
+        capabilities::preopen(&mut wasi, &module.spec.grants)?;
         let state = RunState {
             wasi: wasi.build_p1(),
             opened: OpenedDescriptors::default(),
@@ -319,7 +319,7 @@ impl WasmtimeBackend {
                 limit_bytes: module.spec.memory_limit_bytes,
                 exceeded: false,
             },
-            net: module.spec.net.clone(),
+            net: module.spec.grants.get::<HttpGetter>(),
             deadline: activation.deadline,
             clock_origin,
             held: HeldBody::default(),

@@ -118,7 +118,7 @@ fn inits(
             bail!(
                 "/init of {id} answered {}: {}",
                 response.status,
-                response.body_text()
+                response.text()
             );
         }
         samples.push(Sample {

@@ -248,7 +248,7 @@ impl DockerContainer {
                     "/init of container {} answered {}: {}",
                     self.id,
                     response.status,
-                    response.body_text()
+                    response.text()
                 ),
                 Err(error) if started.elapsed() > START_TIMEOUT => {
                     return Err(error.context(format!(

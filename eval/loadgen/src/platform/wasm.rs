@@ -159,7 +159,7 @@ impl Platform for WasmPlatform {
             bail!(
                 "/init of {id} answered {}: {}",
                 response.status,
-                response.body_text()
+                response.text()
             );
         }
         Ok(Box::new(WasmContainer {

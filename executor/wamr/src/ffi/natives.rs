@@ -33,7 +33,7 @@ use wasm_executor::{
         host_limits::{MAX_IO_BYTES, MAX_IOVECS, RANDOM_CHUNK},
         opened::ERRNO_MFILE,
     },
-    net,
+    capability::{CapabilityId, net_access},
 };
 
 /// WASI's `errno::fault`.
@@ -126,15 +126,29 @@ pub fn register() -> Result<(), String> {
             ],
         )?;
     }
-    debug_assert_eq!(net::IMPORT_MODULE, "openwhisk");
-    debug_assert_eq!(net::IMPORT_NAMES, ["http_get", "http_read"]);
-    register_module(
-        c"openwhisk",
-        vec![
-            symbol(c"http_get", http_get as *mut c_void, c"(iiii)i"),
-            symbol(c"http_read", http_read as *mut c_void, c"(ii)i"),
-        ],
-    )
+    // WAMR resolves imports against every registered native: the host functions of all
+    // capabilities are registered, and /init refuses a module importing those of a capability
+    // its container was not granted (`GrantSet::withholds`).
+    for id in CapabilityId::ALL {
+        match id {
+            // Through WASI's preopened directories.
+            CapabilityId::Dir => {}
+            CapabilityId::NetAccess => {
+                debug_assert_eq!(
+                    net_access::DESCRIPTOR.imports,
+                    [("openwhisk", "http_get"), ("openwhisk", "http_read")]
+                );
+                register_module(
+                    c"openwhisk",
+                    vec![
+                        symbol(c"http_get", http_get as *mut c_void, c"(iiii)i"),
+                        symbol(c"http_read", http_read as *mut c_void, c"(ii)i"),
+                    ],
+                )?;
+            }
+        }
+    }
+    Ok(())
 }
 
 fn symbol(name: &'static CStr, func: *mut c_void, signature: &'static CStr) -> sys::NativeSymbol {

@@ -23,7 +23,7 @@ use self::{
 use super::{deadline::RunClock, stop::HostStop};
 use wasm_executor::backend::wasi::{abi, guest};
 use wasm_executor::{
-    backend::Activation, capabilities::GrantedDir, logs::OutputCapture, pool::CpuSlot,
+    backend::Activation, capability::dir::GrantedDir, logs::OutputCapture, pool::CpuSlot,
 };
 
 /// The import module of WASI preview 1.

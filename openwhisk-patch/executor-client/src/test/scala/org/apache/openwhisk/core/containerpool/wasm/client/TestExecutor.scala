@@ -48,7 +48,7 @@ object TestExecutor {
       candidates.find(Files.isExecutable(_)).getOrElse {
         throw new IllegalStateException(
           s"no wasm-executor binary: tried ${candidates.mkString(", ")}; build it with " +
-            "`cargo build --release -p wasm-executor` or set WASM_EXECUTOR_BIN")
+            "`cargo build --release -p wasm-executor-wasmtime` or set WASM_EXECUTOR_BIN")
       }
   }
 

@@ -1,5 +1,5 @@
-//! The operator's policy per namespace: which namespaces may use a capability (`dir`,
-//! `net_access`). A list of names, or `*` for every namespace (the default).
+//! The operator's policy per capability: which namespaces may use it. A list of names, or `*`
+//! for every namespace (the default).
 
 use std::collections::HashSet;
 

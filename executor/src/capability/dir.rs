@@ -1,22 +1,83 @@
-//! The operator's policy for the `dir` annotation. Every grant belongs to one namespace: the
-//! annotation names a path as the guest sees it, and the directory granted is that path beneath
-//! the namespace's own directory under the grant root (`ROOT/<namespace>/<path>`), so no
-//! spelling of a path reaches another namespace's files. The directory is opened once, at
-//! /init, one path component at a time without following any symlink (missing components are
-//! created, mode 0700), and every run of the container gets that open directory. Replacing the
-//! path afterwards (by a symlink, a rename) changes nothing for the container: it keeps the
-//! directory it was granted.
+//! The `dir` capability: a directory of the action's namespace. Every grant belongs to one
+//! namespace: the annotation names a path as the guest sees it, and the directory granted is that
+//! path beneath the namespace's own directory under the grant root (`ROOT/<namespace>/<path>`), so
+//! no spelling of a path reaches another namespace's files. The directory is opened once, at /init,
+//! one path component at a time without following any symlink (missing components are created, mode
+//! 0700), and every run of the container gets that open directory. Replacing the path afterwards
+//! (by a symlink, a rename) changes nothing for the container: it keeps the directory it was
+//! granted.
 
 use std::{
     os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd},
     path::{Component, Path, PathBuf},
+    sync::Arc,
 };
 
 use anyhow::Context;
+use futures_util::{FutureExt, future::BoxFuture};
 use rustix::{
     fs::{Mode, OFlags},
     io::Errno,
 };
+use serde_json::Value;
+
+use super::{Capability, CapabilityId, Descriptor, Grant, Granted};
+use crate::namespace_volumes::Volumes;
+
+pub static DESCRIPTOR: Descriptor = Descriptor {
+    id: CapabilityId::Dir,
+    annotation: "dir",
+    namespaces_option: "--dir-namespaces",
+    // Through WASI's preopened directories, which every module may import.
+    imports: &[],
+};
+
+/// Grants directories beneath the grant root, on each namespace's volume.
+pub struct DirCapability {
+    pub root: GrantRoot,
+    /// The filesystem of each namespace's grants, sized by its quota.
+    pub volumes: Volumes,
+}
+
+impl Capability for DirCapability {
+    fn descriptor(&self) -> &'static Descriptor {
+        &DESCRIPTOR
+    }
+
+    fn asks(&self, value: &Value) -> Result<bool, String> {
+        match value {
+            Value::Null => Ok(false),
+            Value::String(_) => Ok(true),
+            other => Err(format!(
+                "the `dir` annotation must be a path such as \"/data\", not {other}"
+            )),
+        }
+    }
+
+    fn grant<'a>(
+        &'a self,
+        namespace: Option<&'a str>,
+        value: &'a Value,
+    ) -> BoxFuture<'a, Result<Granted, String>> {
+        async move {
+            let requested = value.as_str().unwrap_or_default();
+            let Some(namespace) = namespace else {
+                return Err("the `dir` annotation needs the action's namespace, which the invoker \
+                     sends as `namespace` in the /init value (the OpenWhisk patch does); none was sent"
+                    .into());
+            };
+            check_namespace(namespace)?;
+            self.volumes.prepare(namespace).await?;
+            let granted = self.root.grant(namespace, requested)?;
+            Ok(Arc::new(granted) as Granted)
+        }
+        .boxed()
+    }
+}
+
+impl Grant for GrantedDir {
+    const ID: CapabilityId = CapabilityId::Dir;
+}
 
 /// The tree under which directories are granted, held open.
 #[derive(Debug)]

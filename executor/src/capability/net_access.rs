@@ -1,0 +1,90 @@
+//! The `net_access` capability: the `openwhisk::http_get`/`http_read` imports, through the
+//! executor's one [`HttpGetter`] and its policy of reachable hosts.
+
+use std::sync::Arc;
+
+use futures_util::{FutureExt, future::BoxFuture};
+use serde_json::Value;
+
+use super::{Capability, CapabilityId, Descriptor, Grant, Granted};
+use crate::net::{HttpGetter, IMPORT_MODULE};
+
+pub static DESCRIPTOR: Descriptor = Descriptor {
+    id: CapabilityId::NetAccess,
+    annotation: "net_access",
+    namespaces_option: "--net-namespaces",
+    imports: &[(IMPORT_MODULE, "http_get"), (IMPORT_MODULE, "http_read")],
+};
+
+/// Grants every container that asks the shared getter.
+pub struct NetAccess {
+    pub getter: Arc<HttpGetter>,
+}
+
+impl Capability for NetAccess {
+    fn descriptor(&self) -> &'static Descriptor {
+        &DESCRIPTOR
+    }
+
+    /// A boolean as OpenWhisk's clients send it: `true`, `"true"` (any case) or a number other
+    /// than 0; `false`, `"false"`, 0 and `null` ask for nothing.
+    fn asks(&self, value: &Value) -> Result<bool, String> {
+        match value {
+            Value::Bool(asked) => Ok(*asked),
+            Value::Null => Ok(false),
+            Value::String(text) if text.eq_ignore_ascii_case("true") => Ok(true),
+            Value::String(text) if text.eq_ignore_ascii_case("false") => Ok(false),
+            Value::Number(n) if n.as_i64().is_some() => Ok(n.as_i64() != Some(0)),
+            other => Err(format!(
+                "the `net_access` annotation must be true or false, not {other}"
+            )),
+        }
+    }
+
+    fn grant<'a>(
+        &'a self,
+        _namespace: Option<&'a str>,
+        _value: &'a Value,
+    ) -> BoxFuture<'a, Result<Granted, String>> {
+        let getter: Granted = Arc::clone(&self.getter) as Granted;
+        async move { Ok(getter) }.boxed()
+    }
+}
+
+impl Grant for HttpGetter {
+    const ID: CapabilityId = CapabilityId::NetAccess;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_annotation_is_a_boolean_in_any_of_its_spellings() {
+        let net = NetAccess {
+            getter: Arc::new(
+                HttpGetter::new(
+                    Vec::new(),
+                    std::time::Duration::from_secs(1),
+                    1,
+                    tokio::runtime::Builder::new_current_thread()
+                        .build()
+                        .unwrap()
+                        .handle()
+                        .clone(),
+                )
+                .unwrap(),
+            ),
+        };
+        for yes in [json!(true), json!("true"), json!("TRUE"), json!(1)] {
+            assert_eq!(net.asks(&yes), Ok(true), "{yes}");
+        }
+        for no in [json!(false), json!("False"), json!(0), json!(null)] {
+            assert_eq!(net.asks(&no), Ok(false), "{no}");
+        }
+        for bad in [json!("yes"), json!([true]), json!(1.5)] {
+            assert!(net.asks(&bad).is_err(), "{bad}");
+        }
+    }
+}
