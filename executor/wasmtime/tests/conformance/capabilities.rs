@@ -295,3 +295,30 @@ fn without_the_operator_allowing_it_loopback_is_unreachable() {
         "{out}"
     );
 }
+
+#[test]
+fn each_capability_reads_its_own_annotation_and_refuses_other_shapes_by_name() {
+    let ex = Executor::start();
+    let net = action("net");
+    for (id, annotations, named) in [
+        ("yes", json!({"net_access": "yes"}), "net_access"),
+        ("list", json!({"net_access": [true]}), "net_access"),
+        ("number", json!({"dir": 5}), "dir"),
+    ] {
+        let value = json!({"namespace": "guest", "annotations": annotations});
+        let error = ex.init_code(id, &net, value).expect(502).error();
+        assert!(error.contains(named), "{id}: {error}");
+    }
+    // Asking for nothing is as if the annotation were absent: the import is not provided.
+    let off = json!({"annotations": {"net_access": "false"}});
+    let error = ex.init_code("off", &net, off).expect(502).error();
+    assert!(error.contains("openwhisk::http_get"), "{error}");
+    // Two capabilities at once: the directory and the import in one container.
+    let both = json!({"namespace": "guest", "annotations": {"dir": "/data", "net_access": true}});
+    ex.init_code("both", &net, both).expect(200);
+    let out = ex
+        .run("both", json!({"url": "file:///etc/passwd"}))
+        .expect(200)
+        .json();
+    assert!(out["error"].as_str().unwrap().contains("http"), "{out}");
+}
