@@ -6,7 +6,7 @@ CARGO ?= cargo
 RUNTIME ?= wasmtime
 
 .PHONY: demo test prerequisites build actions actions-native test-actions pack clippy fmt fmt-check \
-        build-wasmtime test-wasmtime test-openwhisk-patch clean \
+        build-wasmtime precompiler-wasmtime test-wasmtime test-openwhisk-patch clean \
         build-wasmer build-wasmer-headless precompiler-wasmer test-wasmer bench-wasmer \
         build-wamr precompiler-wamr test-wamr bench-wamr evaluate evaluate-quick soak fuzz \
         build-aarch64 build-armv7 test-cross
@@ -27,6 +27,10 @@ build: build-$(RUNTIME)
 build-wasmtime:
 	$(CARGO) build --release
 
+# Each runtime's precompiler beside the front end `wasm-precompile`, which runs it.
+precompiler-wasmtime:
+	$(CARGO) build --release -p wasm-precompile -p wasm-precompile-wasmtime
+
 # wasmer: LLVM for portable Wasm at /init and for wasm-precompile-wasmer (one cargo invocation,
 # so both share one compiled LLVM); the headless build has no compiler. scripts/wasmer.sh
 # installs Debian's LLVM 22 when missing. The binaries are target/release/wasm-executor-wasmer*.
@@ -37,6 +41,7 @@ build-wasmer-headless:
 	scripts/wasmer.sh build-headless
 
 precompiler-wasmer: build-wasmer
+	$(CARGO) build --release -p wasm-precompile
 
 test-wasmer: actions
 	scripts/wasmer.sh test
@@ -54,6 +59,7 @@ build-wamr:
 
 precompiler-wamr:
 	scripts/wamr.sh precompiler
+	$(CARGO) build --release -p wasm-precompile
 
 test-wamr: actions
 	scripts/wamr.sh test
@@ -65,7 +71,7 @@ bench-wamr:
 # ARM boards, built on this machine (scripts/cross.sh; Debian's cross compilers and rustc-web,
 # no rustup targets): every backend for 64-bit Raspberry Pi OS / Debian arm64, WAMR for 32-bit
 # Raspberry Pi OS. Stripped binaries land in target/cross/<triple>/; artifacts for them are
-# precompiled here with `wasm-precompile --target <triple>`. test-cross runs the conformance
+# precompiled here with `wasm-precompile compile --runtime R -- IN.wasm --target <triple>`. test-cross runs the conformance
 # suite against each of them under qemu-user.
 build-aarch64:
 	scripts/cross.sh build aarch64
@@ -88,9 +94,12 @@ test-actions: actions
 	cd actions && cargo fmt --all -- --check && cargo clippy --locked --all-targets -- -D warnings && cargo test --locked
 	actions/build.sh --reproduce
 
-pack: actions build
+# Portable zips, and zips precompiled for RUNTIME, signed with SIGN_KEY when it is set (a
+# default executor refuses unsigned artifacts; `target/release/wasm-precompile keygen --out K`
+# makes K.pem and K.pub).
+pack: actions precompiler-$(RUNTIME)
 	actions/pack.sh
-	WASM_PRECOMPILE=target/release/wasm-precompile actions/pack.sh --precompile $(RUNTIME)
+	WASM_PRECOMPILE=target/release/wasm-precompile actions/pack.sh --precompile $(RUNTIME) $(if $(SIGN_KEY),--sign-key $(SIGN_KEY))
 
 test-wasmtime: build actions
 	$(CARGO) test --release

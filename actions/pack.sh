@@ -9,7 +9,8 @@
 #       dist/zip/<runtime>[-<triple>]/<name>.zip
 #
 # wasm-precompile is $WASM_PRECOMPILE, else target/release/wasm-precompile at the repository
-# root (build it there with `cargo build --release -p wasm-precompile`). Zips are written with
+# root (build it there with `make build`, or `make precompiler-wasmer` / `make precompiler-wamr`
+# for those runtimes). Zips are written with
 # python3's zipfile (no zip package needed), with a fixed timestamp so they are reproducible.
 # A zip newer than its module (and the signing key) is left alone.
 set -euo pipefail
@@ -96,7 +97,7 @@ precompile=()
 if [[ -n "$runtime" ]]; then
     bin="${WASM_PRECOMPILE:-$repo/target/release/wasm-precompile}"
     [[ -x "$bin" ]] || die "wasm-precompile not found at $bin (set WASM_PRECOMPILE or run \
-'cargo build --release -p wasm-precompile' in $repo)"
+'make precompiler-$runtime' in $repo)"
     # `wasm-precompile compile --runtime R -- INPUT [flags]`: the flags after the input are the
     # runtime compiler's own.
     precompile=("$bin" compile --runtime "$runtime" --)

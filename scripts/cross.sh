@@ -17,7 +17,7 @@
 # precompiler, which need no LLVM); the default is everything the target has: all of these on
 # aarch64, WAMR on armv7.
 # wasmer runs headless on the board (no LLVM there): its artifacts, like WAMR's AOT ones, are
-# precompiled on this host with `wasm-precompile --target TRIPLE`.
+# precompiled on this host with `wasm-precompile compile --runtime R -- IN.wasm --target TRIPLE`.
 #
 # Debian's own Rust compiler (rustc-web) builds the standard library for the target from its
 # sources (rust-web-src, -Zbuild-std), so rustup needs no extra targets and nothing is

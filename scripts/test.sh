@@ -100,6 +100,8 @@ packing() {
     rm -rf "$scratch"
 }
 timed "the documented packing commands (actions/pack.sh, portable and precompiled)" packing
+timed "the README's blocks: the runnable ones as written, the others marked with a reason" \
+    scripts/doc-test.sh README.md
 
 timed "unit tests, backend tests (wasmer, WAMR) and the conformance suite (wasmtime)" host_cargo test
 

@@ -64,11 +64,11 @@ pub enum EnvelopeError {
         expected: String,
     },
     #[error(
-        "artifact is native code for {found}, but this executor runs on {expected}; precompile it with --target {expected}"
+        "artifact is native code for {found}, but this executor runs on {expected}; precompile it for this machine: `wasm-precompile compile --runtime RUNTIME -- IN.wasm --target {expected} --sign-key KEY.pem --zip -o OUT.zip`"
     )]
     WrongTarget { found: String, expected: String },
     #[error(
-        "artifact is not signed; start the executor with --allow-unsigned-artifacts to load unsigned native code, or sign it with the operator key"
+        "artifact is not signed; sign it with the operator key (`wasm-precompile compile --runtime RUNTIME -- IN.wasm --sign-key KEY.pem --zip -o OUT.zip`, the key made by `wasm-precompile keygen --out KEY`), or start the executor with --allow-unsigned-artifacts to load unsigned native code"
     )]
     Unsigned,
     #[error("artifact signature does not verify with any trusted operator key")]

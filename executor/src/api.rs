@@ -317,6 +317,7 @@ async fn containers<B: Backend>(State(executor): State<AppState<B>>) -> Json<ser
 async fn health<B: Backend>(State(executor): State<AppState<B>>) -> Json<serde_json::Value> {
     Json(json!({
         "status": "ok",
+        "version": env!("CARGO_PKG_VERSION"),
         "instance": executor.instance(),
         "runtime": executor.runtime_name(),
         "runtime_version": executor.runtime_version(),

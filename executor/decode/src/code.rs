@@ -183,11 +183,11 @@ fn compile_text(text: &str, max_module_bytes: usize) -> Result<DecodedCode, Code
 /// Names what a non-module file looks like, so the user learns what went wrong.
 fn describe_foreign(bytes: &[u8]) -> String {
     if bytes.starts_with(ELF_MAGIC) {
-        "the code is a bare native artifact (ELF) without our signed envelope; precompile it with wasm-precompile or upload portable Wasm".into()
+        "the code is a bare native artifact (ELF) without our signed envelope; precompile it with `wasm-precompile compile --runtime RUNTIME -- IN.wasm --sign-key KEY --zip -o OUT.zip` or upload portable Wasm".into()
     } else if bytes.starts_with(WASMER_ARTIFACT_MAGIC) {
-        "the code is a bare wasmer artifact without our signed envelope; precompile it with wasm-precompile --runtime wasmer".into()
+        "the code is a bare wasmer artifact without our signed envelope; precompile it with `wasm-precompile compile --runtime wasmer -- IN.wasm --sign-key KEY --zip -o OUT.zip`".into()
     } else if bytes.starts_with(WAMR_AOT_MAGIC) {
-        "the code is a bare WAMR AOT file without our envelope; precompile it with wasm-precompile --runtime wamr".into()
+        "the code is a bare WAMR AOT file without our envelope; precompile it with `wasm-precompile compile --runtime wamr -- IN.wasm --sign-key KEY --zip -o OUT.zip`".into()
     } else if bytes.starts_with(b"(module") || bytes.starts_with(b"(component") {
         "the code is base64 of WebAssembly text; send the text itself, or compile it to a binary .wasm".into()
     } else {

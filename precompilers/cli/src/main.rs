@@ -58,7 +58,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             std::fs::write(&public, key.public_pem())
                 .with_context(|| format!("writing {}", public.display()))?;
             println!(
-                "private key {} (sign with --sign-key), public key {} (give to wasm-executor --trusted-key)",
+                "private key {} (sign with --sign-key), public key {} (give to the executor's --trusted-key)",
                 private.display(),
                 public.display()
             );
