@@ -2,7 +2,7 @@
 # Runs the documentation's shell blocks that a reader is told to type, literally, so that a
 # documented command that breaks fails `make test`:
 #
-#   scripts/doc-test.sh [FILE.md...]     (default: README.md)
+#   scripts/doc-test.sh [FILE.md...]     (default: every Markdown file git tracks)
 #
 # In those files every ```sh block carries a marker on the line before it:
 #   <!-- doc-test -->                       run here, from the repository root, with bash -e;
@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 files=("$@")
-[[ ${#files[@]} -gt 0 ]] || files=(README.md)
+[[ ${#files[@]} -gt 0 ]] || mapfile -t files < <(git ls-files '*.md')
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

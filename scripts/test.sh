@@ -12,7 +12,7 @@
 # script and the evaluation in quick mode (its own Docker engine, every backend against the
 # baseline, the build comparisons, the JMeter plans).
 # Nothing is skipped: a missing tool stops the run in its first minute. Every step prints how
-# long it took; README.md ("Two commands") lists them.
+# long it took; CONTRIBUTING.md lists them.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -100,8 +100,8 @@ packing() {
     rm -rf "$scratch"
 }
 timed "the documented packing commands (actions/pack.sh, portable and precompiled)" packing
-timed "the README's blocks: the runnable ones as written, the others marked with a reason" \
-    scripts/doc-test.sh README.md
+timed "the documentation's blocks: the runnable ones as written, the others marked with a reason" \
+    scripts/doc-test.sh
 
 timed "unit tests, backend tests (wasmer, WAMR) and the conformance suite (wasmtime)" host_cargo test
 

@@ -9,7 +9,7 @@
 #   scripts/wamr.sh test          lints, unit tests, conformance suite, WAMR tests
 #
 # The binaries land in target/release (one target directory for all runtimes). WAMR's sources come from the pinned
-# wamrx-sys package cargo unpacks (README, "The WAMR build"); nothing is downloaded besides
+# wamrx-sys package cargo unpacks (docs/backends.md, "The WAMR build"); nothing is downloaded besides
 # crates and Debian packages.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

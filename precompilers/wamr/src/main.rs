@@ -21,7 +21,7 @@ struct WamrOptions {
     /// code read-only and executable instead of WAMR copying it into memory of its own, so a
     /// distinct action holds its code once. Calls between functions then go through a table
     /// and LLVM's intrinsics through WAMR's helpers; measure before using it for code dominated
-    /// by either (README, "Code that executes in place").
+    /// by either (docs/backends.md, "Code that executes in place").
     #[arg(long)]
     xip: bool,
 }

@@ -177,7 +177,7 @@ fn a_signed_zipped_artifact_runs_as_aot_code_with_the_interpreters_results() {
         ),
     ] {
         let zip = dir.0.join(format!("{id}.zip"));
-        // Through the front end, as the README tells operators to do it.
+        // Through the front end, as docs/security.md tells operators to do it.
         let status = Command::new(tool("wasm-precompile"))
             .args(["compile", "--runtime", "wamr", "--"])
             .arg(dir.0.join("hash.wasm"))

@@ -67,7 +67,7 @@ fn a_signed_zipped_artifact_initializes_and_runs() {
     std::fs::write(dir.0.join("op.pem"), key.private_pem()).unwrap();
     std::fs::write(dir.0.join("op.pub"), key.public_pem()).unwrap();
     std::fs::write(dir.0.join("echo.wasm"), action("echo")).unwrap();
-    // Through the front end, exactly as the README tells operators to do it.
+    // Through the front end, exactly as docs/security.md tells operators to do it.
     let status = std::process::Command::new(tool("wasm-precompile"))
         .args(["compile", "--runtime", "wasmer", "--"])
         .arg(dir.0.join("echo.wasm"))
