@@ -4,6 +4,10 @@
 #
 #   actions/build.sh [--native] [--variants] [NAME...]
 #   actions/build.sh --reproduce [NAME...]
+#   actions/build.sh --crate DIR
+#
+# --crate builds an action of your own, a crate outside this repository (`actions/new.sh` makes
+# one), by the same route to DIR/<package>.wasm.
 #
 # The modules are exactly what the compilers emit (no post-processing), the form in which users
 # build their own actions. Every Wasm build writes dist/toolchain.txt (compiler, LLVM and Debian
@@ -20,7 +24,7 @@
 # byte-identical to the one in dist/.
 #
 # Wasm route: if rustup has the wasm32-wasip1 target, plain `cargo build --target wasm32-wasip1`;
-# otherwise Debian's rustc/cargo with -Zbuild-std (see README.md). Packages come from
+# otherwise Debian's rustc/cargo with -Zbuild-std (see actions/README.md). Packages come from
 # scripts/prerequisites.sh (group guests). Crate versions are those of actions/Cargo.lock
 # (--locked); build paths are remapped so that they do not end up in the modules. Guests build
 # in actions/target, native binaries in actions/target/native. Idempotent: unchanged actions
@@ -32,20 +36,27 @@ unset RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/.." && pwd)"
+caller_dir="$PWD"
 cd "$here"
 
 mode=wasm
 variants=0
 reproduce=0
+crate_dir=""
 only=()
 usage() {
-    sed -n '2,29p' "$here/build.sh" | sed 's/^# \{0,1\}//'
+    sed -n '2,31p' "$here/build.sh" | sed 's/^# \{0,1\}//'
 }
 while [[ $# -gt 0 ]]; do
     case "$1" in
     --native) mode=native ;;
     --variants) variants=1 ;;
     --reproduce) reproduce=1 ;;
+    --crate)
+        [[ $# -ge 2 ]] || { echo "build.sh: --crate needs a directory" >&2; exit 2; }
+        crate_dir="$(cd "$caller_dir" && cd "$2" && pwd)" || exit 2
+        shift
+        ;;
     -h | --help)
         usage
         exit 0
@@ -223,7 +234,7 @@ fi
 # --- wasm ------------------------------------------------------------------------------------
 target=wasm32-wasip1
 "$repo/scripts/prerequisites.sh" guests
-mkdir -p dist target/c
+[[ -n "$crate_dir" ]] || mkdir -p dist target/c
 
 if command -v rustup >/dev/null 2>&1 && rustup target list --installed 2>/dev/null | grep -qx "$target"; then
     route=rustup
@@ -233,30 +244,47 @@ else
     rustc_cmd=(/usr/bin/rustc)
 fi
 
-# Builds the selected Rust actions for $target with cargo profile $1.
+# Where cargo builds, and what: this workspace's selected actions (set below), or --crate's.
+target_dir="$here/target"
+selection=()
+
+# Builds the selection for $target with cargo profile $1.
 build_wasm() {
     local profile_opts
     mapfile -t profile_opts < <(profile_args "$1")
     if [[ $route == rustup ]]; then
         log "cargo build ${profile_opts[*]} --target $target (rustup)"
-        CARGO_TARGET_DIR="$here/target" RUSTFLAGS="$remap" cargo build --locked "${profile_opts[@]}" --target "$target" "${pkgs[@]}"
+        CARGO_TARGET_DIR="$target_dir" RUSTFLAGS="$remap" cargo build "${profile_opts[@]}" --target "$target" "${selection[@]}"
     else
         # Debian's compiler builds the standard library for the target from rust-web-src (with
         # the same profile as the actions).
         log "cargo build ${profile_opts[*]} --target $target (Debian rustc, -Zbuild-std)"
         env -u RUSTUP_TOOLCHAIN -u CARGO -u RUSTDOC \
-            CARGO_TARGET_DIR="$here/target" \
+            CARGO_TARGET_DIR="$target_dir" \
             RUSTC=/usr/bin/rustc \
             RUSTC_BOOTSTRAP=1 \
             CARGO_TARGET_WASM32_WASIP1_LINKER=/usr/lib/llvm-19/bin/wasm-ld \
             RUSTFLAGS="-C link-self-contained=no -L /usr/lib/wasm32-wasi -C link-arg=/usr/lib/wasm32-wasi/crt1-command.o $remap" \
-            /usr/bin/cargo build --locked "${profile_opts[@]}" -Zbuild-std=std,panic_abort \
-            --target "$target" "${pkgs[@]}"
+            /usr/bin/cargo build "${profile_opts[@]}" -Zbuild-std=std,panic_abort \
+            --target "$target" "${selection[@]}"
     fi
 }
 
+if [[ -n "$crate_dir" ]]; then
+    [[ -f "$crate_dir/Cargo.toml" ]] || die "$crate_dir has no Cargo.toml"
+    name="$(sed -n 's/^name *= *"\(.*\)"/\1/p' "$crate_dir/Cargo.toml" | head -n 1)"
+    [[ -n "$name" ]] || die "no package name in $crate_dir/Cargo.toml"
+    target_dir="$crate_dir/target"
+    selection=(--manifest-path "$crate_dir/Cargo.toml")
+    remap="$remap --remap-path-prefix=$crate_dir=/action"
+    build_wasm release
+    publish "$target_dir/$target/release/$name.wasm" "$crate_dir/$name.wasm"
+    exit 0
+fi
+
 if [[ ${#rust_actions[@]} -gt 0 ]]; then
     mapfile -t pkgs < <(cargo_package_args)
+    selection=(--locked "${pkgs[@]}")
     if [[ $variants -eq 1 ]]; then
         for v in "${variant_names[@]}"; do build_wasm "${variant_profile[$v]}"; done
     else

@@ -10,8 +10,8 @@
 #   <!-- not run by make test: REASON -->   not run, and the reason says why (hardware, a real
 #                                           cluster, hours of measurement, or run elsewhere).
 # A block without a marker fails the check. Blocks run after the build (the executor and the
-# example actions exist); each gets its own state directory and its background processes are
-# stopped when it ends.
+# example actions exist); each gets its own state directory and at most 15 minutes, and its
+# background processes are stopped when it ends.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -58,7 +58,7 @@ for block in "$work"/*.sh; do
     state="$(mktemp -d)"
     # Its own process group, so that whatever the block leaves running is stopped with it.
     set +e
-    WASM_EXECUTOR_STATE_DIR="$state" setsid timeout 120 bash -e "$block" > "${block%.sh}.out" 2>&1 &
+    WASM_EXECUTOR_STATE_DIR="$state" setsid timeout 900 bash -e "$block" > "${block%.sh}.out" 2>&1 &
     runner=$!
     wait "$runner"
     rc=$?
