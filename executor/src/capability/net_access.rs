@@ -26,19 +26,8 @@ impl Capability for NetAccess {
         &DESCRIPTOR
     }
 
-    /// A boolean as OpenWhisk's clients send it: `true`, `"true"` (any case) or a number other
-    /// than 0; `false`, `"false"`, 0 and `null` ask for nothing.
     fn asks(&self, value: &Value) -> Result<bool, String> {
-        match value {
-            Value::Bool(asked) => Ok(*asked),
-            Value::Null => Ok(false),
-            Value::String(text) if text.eq_ignore_ascii_case("true") => Ok(true),
-            Value::String(text) if text.eq_ignore_ascii_case("false") => Ok(false),
-            Value::Number(n) if n.as_i64().is_some() => Ok(n.as_i64() != Some(0)),
-            other => Err(format!(
-                "the `net_access` annotation must be true or false, not {other}"
-            )),
-        }
+        asked(value)
     }
 
     fn grant<'a>(
@@ -48,6 +37,22 @@ impl Capability for NetAccess {
     ) -> BoxFuture<'a, Result<Granted, String>> {
         let getter: Granted = Arc::clone(&self.getter) as Granted;
         async move { Ok(getter) }.boxed()
+    }
+}
+
+/// Whether the annotation asks for the capability: a boolean as OpenWhisk's clients send it,
+/// `true`, `"true"` (any case) or a number other than 0; `false`, `"false"`, 0 and `null` ask
+/// for nothing.
+fn asked(value: &Value) -> Result<bool, String> {
+    match value {
+        Value::Bool(asked) => Ok(*asked),
+        Value::Null => Ok(false),
+        Value::String(text) if text.eq_ignore_ascii_case("true") => Ok(true),
+        Value::String(text) if text.eq_ignore_ascii_case("false") => Ok(false),
+        Value::Number(n) if n.as_i64().is_some() => Ok(n.as_i64() != Some(0)),
+        other => Err(format!(
+            "the `net_access` annotation must be true or false, not {other}"
+        )),
     }
 }
 
@@ -62,29 +67,14 @@ mod tests {
 
     #[test]
     fn the_annotation_is_a_boolean_in_any_of_its_spellings() {
-        let net = NetAccess {
-            getter: Arc::new(
-                HttpGetter::new(
-                    Vec::new(),
-                    std::time::Duration::from_secs(1),
-                    1,
-                    tokio::runtime::Builder::new_current_thread()
-                        .build()
-                        .unwrap()
-                        .handle()
-                        .clone(),
-                )
-                .unwrap(),
-            ),
-        };
         for yes in [json!(true), json!("true"), json!("TRUE"), json!(1)] {
-            assert_eq!(net.asks(&yes), Ok(true), "{yes}");
+            assert_eq!(asked(&yes), Ok(true), "{yes}");
         }
         for no in [json!(false), json!("False"), json!(0), json!(null)] {
-            assert_eq!(net.asks(&no), Ok(false), "{no}");
+            assert_eq!(asked(&no), Ok(false), "{no}");
         }
         for bad in [json!("yes"), json!([true]), json!(1.5)] {
-            assert!(net.asks(&bad).is_err(), "{bad}");
+            assert!(asked(&bad).is_err(), "{bad}");
         }
     }
 }
