@@ -29,7 +29,7 @@ build-wasmtime:
 
 # Each runtime's precompiler beside the front end `wasm-precompile`, which runs it.
 precompiler-wasmtime:
-	$(CARGO) build --release -p wasm-precompile -p wasm-precompile-wasmtime
+	$(CARGO) build --release -p wasm-precompile -p wasm-precompile-wasmtime -p wasm-precompile-snapshot
 
 # wasmer: LLVM for portable Wasm at /init and for wasm-precompile-wasmer (one cargo invocation,
 # so both share one compiled LLVM); the headless build has no compiler. scripts/wasmer.sh

@@ -129,6 +129,14 @@ if [[ ${#only[@]} -gt 0 ]]; then
         [[ " ${rust_actions[*]-} ${c_actions[*]-} " == *" $a "* ]] || die "unknown action '$a'"
     done
 fi
+# The language engines (quickjs: the JavaScript engine) are not actions to compare natively or
+# in variants: they are built for Wasm only.
+engines=" quickjs "
+if [[ $mode == native || $variants -eq 1 ]]; then
+    keep=()
+    for a in "${rust_actions[@]+"${rust_actions[@]}"}"; do [[ "$engines" == *" $a "* ]] || keep+=("$a"); done
+    rust_actions=("${keep[@]+"${keep[@]}"}")
+fi
 if [[ $variants -eq 1 ]]; then
     # Profiles are a cargo notion: variants are built for Rust actions only.
     if [[ ${#only[@]} -gt 0 && ${#c_actions[@]} -gt 0 ]]; then
@@ -247,6 +255,11 @@ fi
 # Where cargo builds, and what: this workspace's selected actions (set below), or --crate's.
 target_dir="$here/target"
 selection=()
+
+# The C compiler for crates with C sources (rquickjs-sys: QuickJS-NG): Debian's clang with
+# wasi-libc's headers, never a WASI SDK downloaded by a build script.
+export RQUICKJS_SYS_NO_WASI_SDK=1 CC_wasm32_wasip1=clang-19 AR_wasm32_wasip1=llvm-ar-19
+export CFLAGS_wasm32_wasip1="--target=wasm32-wasi --sysroot=/usr -ffile-prefix-map=$cargo_home=/cargo -ffile-prefix-map=$here=/actions"
 
 # Builds the selection for $target with cargo profile $1.
 build_wasm() {

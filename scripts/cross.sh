@@ -169,7 +169,8 @@ HEADLESS_SKIPPED=(--skip artifacts::portable_modules_are_compiled_once_and_cache
 REDUCED=(runtime_contract:: capabilities:: artifacts:: bad_input:: guest_execution::
     limits::an_infinite_loop_times_out_while_others_are_served
     limits::a_memory_hog_is_stopped_at_the_container_limit
-    toolchains::every_feature_of_todays_compilers_runs_portable_and_precompiled)
+    toolchains::every_feature_of_todays_compilers_runs_portable_and_precompiled
+    javascript::javascript_results_errors_and_packages_follow_openwhisk_nodejs_contract)
 
 
 [[ $# -ge 1 ]] || {

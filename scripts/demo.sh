@@ -47,6 +47,7 @@ echo "==> starting wasm-executor on 127.0.0.1:$port (${quota[*]})"
 RUST_LOG=${RUST_LOG:-info} target/release/wasm-executor-wasmtime \
     --listen "127.0.0.1:$port" --state-dir "$work/state" "${quota[@]}" \
     --trusted-key "$work/operator.pub" --net-allow "127.0.0.1:$net_port" \
+    --js-engine actions/dist/quickjs.wasm \
     2>"$work/executor.log" &
 executor_pid=$!
 

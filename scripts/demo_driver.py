@@ -29,8 +29,10 @@ def zipped(path):
 
 
 def init(cid, code_bytes, **extra):
-    value = {"name": cid, "main": "main", "binary": True,
-             "code": base64.b64encode(code_bytes).decode(),
+    # Text is sent as text (binary: false), as OpenWhisk sends a .js file; modules as base64.
+    text = isinstance(code_bytes, str)
+    value = {"name": cid, "main": "main", "binary": not text,
+             "code": code_bytes if text else base64.b64encode(code_bytes).decode(),
              "env": {"__OW_NAMESPACE": "guest", "__OW_ACTION_NAME": f"/guest/{cid}"}}
     value.update(extra)
     return call("POST", f"/{cid}/init", {"value": value})
@@ -65,6 +67,8 @@ demos = [
      f"`dir` annotation: a directory of namespace {namespace!r} (state/grants/{namespace}{granted})"),
     ("net", zipped(f"{dist}/net.wasm"), {"annotations": {"net_access": True}},
      {"url": f"http://127.0.0.1:{net_port}/"}, "`net_access` annotation: HTTP GET from the guest"),
+    ("hello-js", open("actions/js/hello.js").read(), {"kind": "nodejs:20"}, {"name": "Ada", "lang": "fr"},
+     "JavaScript (kind nodejs:20) on the QuickJS engine, started from the action's snapshot"),
     ("panic", zipped(f"{dist}/panic.wasm"), {}, {"message": "something went wrong"}, "a trapping guest is a developer error (502)"),
     ("loop", zipped(f"{dist}/loop.wasm"), {}, {"forever": True}, "an infinite loop stops at its deadline"),
 ]
@@ -76,7 +80,7 @@ for cid, code, extra, params, what in demos:
     timeout = 500 if cid == "loop" else 60000
     status, body, took = run(cid, params, timeout)
     print(f"  /run  -> {status} {body[:300]}  ({took:.1f} ms)")
-    if cid in ("add", "echo"):
+    if cid in ("add", "echo", "hello-js"):
         status, body, took = run(cid, params)
         print(f"  /run  -> {status} (warm, {took:.2f} ms)")
     status, logs, _ = call("GET", f"/{cid}/logs")

@@ -141,9 +141,17 @@ pub struct Config {
     #[arg(long, env = "WASM_EXECUTOR_MAX_PENDING_BODY_MB", default_value_t = 256)]
     pub max_pending_body_mb: usize,
 
-    /// Largest module (MB) an /init may bring, after unzipping.
+    /// Largest module (MB) an /init may bring, after unzipping; also the most source an
+    /// action in JavaScript may bring.
     #[arg(long, env = "WASM_EXECUTOR_MAX_MODULE_MB", default_value_t = 32)]
     pub max_module_mb: usize,
+
+    /// The JavaScript engine (`quickjs.wasm`, built by `actions/build.sh quickjs`): with it,
+    /// /init accepts `kind: nodejs:*` actions as source text or zips. Loaded at the first such
+    /// /init; each action's code is then evaluated once and its snapshot shared by its
+    /// containers.
+    #[arg(long, env = "WASM_EXECUTOR_JS_ENGINE")]
+    pub js_engine: Option<PathBuf>,
 
     /// Longest an /init may take to decode, verify and prepare (compile) its module (ms); past
     /// it the /init fails (the compiler thread finishes in the background and its result is

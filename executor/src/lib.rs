@@ -10,6 +10,7 @@ pub mod config;
 pub mod error;
 pub mod guard;
 pub mod host_io;
+pub mod language;
 pub mod logs;
 pub mod loop_device;
 pub mod metrics;

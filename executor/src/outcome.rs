@@ -86,10 +86,18 @@ pub fn interpret(exit: GuestExit, captured: &mut Captured, timeout_ms: u64) -> R
                 None => failure(NOT_A_DICTIONARY.into(), Outcome::InvalidResult),
             }
         }
-        GuestExit::Exited(code) => failure(
-            format!("The action exited with status {code} and produced no result."),
-            Outcome::Exited,
-        ),
+        // A guest that ends with an error of its own says why as its result line (as the
+        // language engines do: OpenWhisk's runtimes answer these with 502 and that `error`).
+        GuestExit::Exited(code) => match captured.result_line().and_then(error_text) {
+            Some(error) => {
+                captured.drop_result_line();
+                failure(error, Outcome::Exited)
+            }
+            None => failure(
+                format!("The action exited with status {code} and produced no result."),
+                Outcome::Exited,
+            ),
+        },
         GuestExit::Trapped(trap) => {
             let first = trap.lines().next().unwrap_or("trap").to_owned();
             captured.push_stderr(&trap);
@@ -108,6 +116,17 @@ pub fn interpret(exit: GuestExit, captured: &mut Captured, timeout_ms: u64) -> R
             Outcome::HostFailure,
         ),
     }
+}
+
+/// The text of a result line `{"error": "…"}`.
+fn error_text(line: &str) -> Option<String> {
+    #[derive(Deserialize)]
+    struct ErrorText {
+        error: String,
+    }
+    serde_json::from_str::<ErrorText>(line.trim())
+        .ok()
+        .map(|e| e.error)
 }
 
 /// The `error` field of a result object, skimmed without building the rest.
@@ -149,6 +168,26 @@ mod tests {
         assert!(matches!(&r, RunResponse::Result(v) if v.get() == "{\"a\":1}"));
         assert_eq!(r.outcome(), Outcome::Success);
         assert_eq!(c.lines.len(), 1, "only the log line stays");
+    }
+
+    #[test]
+    fn a_failed_exit_with_an_error_line_fails_with_that_error() {
+        let mut c = captured("log\n{\"error\":\"An error has occurred: boom\"}\n");
+        let r = interpret(GuestExit::Exited(1), &mut c, 100);
+        assert!(
+            matches!(&r, RunResponse::ActionError { message, .. } if message == "An error has occurred: boom"),
+            "{r:?}"
+        );
+        assert_eq!(
+            c.lines.len(),
+            1,
+            "the error line is the answer, not a log line"
+        );
+        let mut c = captured("{\"other\":1}\n");
+        let r = interpret(GuestExit::Exited(3), &mut c, 100);
+        assert!(
+            matches!(&r, RunResponse::ActionError { message, .. } if message.contains("status 3"))
+        );
     }
 
     #[test]

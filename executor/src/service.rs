@@ -12,8 +12,10 @@ use bytes::Bytes;
 use futures_util::FutureExt;
 use tracing::Instrument;
 use wasm_artifact::{TrustedKeys, host_target};
+use wasm_executor_decode::sources;
 
 use crate::{
+    backend::snapshot::Snapshot,
     backend::{
         Activation, Backend, BackendSettings, GuestExit, ModuleSpec, PrepareError, PrepareInput,
     },
@@ -27,6 +29,7 @@ use crate::{
     config::{Config, GuestExecution},
     error::ServiceError,
     host_io,
+    language::{self, Engines, Language},
     logs::{LogBudget, OutputCapture, PendingLogs},
     metrics::Metrics,
     namespace_volumes::Volumes,
@@ -49,10 +52,16 @@ struct ContainerLimits {
     log_bytes: usize,
 }
 
+/// What an upload loads to: a module's code, or an engine's code with the action's snapshot.
+pub struct LoadedCode<C> {
+    code: Arc<C>,
+    snapshot: Option<Arc<Snapshot>>,
+}
+
 /// An initialized container: its prepared module and everything fixed at /init.
 pub struct Container<B: Backend> {
     /// Keeps the upload's loaded code shared while the container lives.
-    _upload: Arc<Upload<B::Code>>,
+    _upload: Arc<Upload<LoadedCode<B::Code>>>,
     module: B::Module,
     program_name: String,
     env: Vec<(String, String)>,
@@ -66,7 +75,9 @@ pub struct Executor<B: Backend> {
     backend: Arc<B>,
     pool: ExecutionPool,
     containers: Registry<Container<B>>,
-    uploads: SharedCode<B::Code>,
+    uploads: SharedCode<LoadedCode<B::Code>>,
+    /// The language engines, each loaded at its first action.
+    engines: Engines<B::Code>,
     /// What annotations may ask for, and which namespaces may have it.
     capabilities: Capabilities,
     log_budget: Arc<LogBudget>,
@@ -136,6 +147,7 @@ impl<B: Backend> Executor<B> {
             pool,
             containers: Registry::default(),
             uploads: SharedCode::new(u64::from_le_bytes(random_bytes("the upload index")?)),
+            engines: Engines::new(config.js_engine.clone()),
             capabilities,
             log_budget: LogBudget::new(config.max_pending_log_mb << 20),
             config,
@@ -229,6 +241,8 @@ impl<B: Backend> Executor<B> {
             .code
             .filter(|c| !c.trim().is_empty())
             .ok_or_else(|| ServiceError::Refused(MISSING_CODE.into()))?;
+        let language =
+            Language::of_kind(value.kind.as_deref()).map_err(ServiceError::InitFailed)?;
         let reservation = match self.containers.reserve(id, self.config.max_containers) {
             Reserve::Reserved(reservation) => reservation,
             Reserve::Taken => return Err(ServiceError::Refused(MORE_THAN_ONCE.into())),
@@ -249,14 +263,7 @@ impl<B: Backend> Executor<B> {
             .grant(namespace, &value.annotations)
             .await
             .map_err(ServiceError::InitFailed)?;
-        let entry = value
-            .main
-            .filter(|m| !m.is_empty() && m != "main" && m != "_start");
-        let spec = ModuleSpec {
-            entry,
-            grants,
-            memory_limit_bytes: limits.memory_mb << 20,
-        };
+        let main = value.main.filter(|m| !m.is_empty());
         let mut env: BTreeMap<String, String> = value
             .env
             .unwrap_or_default()
@@ -268,12 +275,34 @@ impl<B: Backend> Executor<B> {
             check_env(name, value).map_err(ServiceError::InitFailed)?;
         }
         let program_name = value.name.unwrap_or_else(|| id.to_owned());
+        let mut spec = ModuleSpec {
+            // A module's entry point; an engine's `main` is the action's function.
+            entry: main
+                .clone()
+                .filter(|m| language.is_none() && m != "main" && m != "_start"),
+            grants,
+            memory_limit_bytes: limits.memory_mb << 20,
+            snapshot: None,
+        };
 
-        let upload = self.uploads.upload(&code, body, binary);
+        let upload = match language {
+            None => self.uploads.upload(&code, body, binary),
+            Some(_) => {
+                let sources = sources::decode(&code, binary, self.config.max_module_mb << 20)
+                    .map_err(|e| ServiceError::InitFailed(e.to_string()))?;
+                let main = main.as_deref().unwrap_or("main");
+                self.uploads
+                    .upload_document(language::init_document(main, &env, sources))
+            }
+        };
         let module = match upload.loaded() {
             // Seen before: linking the shared code is all that is left, right here.
-            Some(code) => self.link(&code?, &spec)?,
-            None => self.load_and_link(&upload, &spec).await?,
+            Some(loaded) => {
+                let loaded = loaded?;
+                spec.snapshot = loaded.snapshot.clone();
+                self.link(&loaded.code, &spec)?
+            }
+            None => self.load_and_link(&upload, language, spec).await?,
         };
         reservation
             .commit(Container {
@@ -331,20 +360,45 @@ impl<B: Backend> Executor<B> {
         })
     }
 
-    /// Loads the upload's module on the blocking pool (or waits there for an /init of the same
-    /// upload that is loading it) and links it, within the operator's time for an /init.
+    /// Loads the upload on the blocking pool (or waits there for an /init of the same upload
+    /// that is loading it) and links it, within the operator's time for an /init: a module is
+    /// decoded and compiled, an engine's init document pre-initialised.
     async fn load_and_link(
         self: &Arc<Self>,
-        upload: &Arc<Upload<B::Code>>,
-        spec: &ModuleSpec,
+        upload: &Arc<Upload<LoadedCode<B::Code>>>,
+        language: Option<Language>,
+        mut spec: ModuleSpec,
     ) -> Result<B::Module, ServiceError> {
+        let engine = match language {
+            Some(language) => Some(self.engine(language).await?),
+            None => None,
+        };
         let executor = Arc::clone(self);
         let upload = Arc::clone(upload);
-        let spec = spec.clone();
         let max_init = Duration::from_millis(self.config.max_init_ms);
-        let preparing = self.pool.run(move |_cpu| {
-            let code = upload.load(|text, binary| executor.load(text, binary))?;
-            executor.link(&code, &spec)
+        let preparing = self.pool.run(move |cpu| {
+            let loaded = upload.load(|text, binary| match &engine {
+                None => Ok(LoadedCode {
+                    code: Arc::new(executor.load(text, binary)?),
+                    snapshot: None,
+                }),
+                Some(engine) => {
+                    let snapshot = language::pre_initialize(
+                        executor.backend.as_ref(),
+                        engine,
+                        text,
+                        spec.memory_limit_bytes,
+                        max_init,
+                        cpu,
+                    )?;
+                    Ok(LoadedCode {
+                        code: Arc::clone(&engine.code),
+                        snapshot: Some(Arc::new(snapshot)),
+                    })
+                }
+            })?;
+            spec.snapshot = loaded.snapshot.clone();
+            executor.link(&loaded.code, &spec)
         });
         tokio::time::timeout(max_init, preparing)
             .await
@@ -354,6 +408,40 @@ impl<B: Backend> Executor<B> {
                     max_init.as_millis()
                 ))
             })??
+    }
+
+    /// Loads the configured language engines in the background as the executor starts, so the
+    /// first action in a language does not wait for its engine to compile (an /init that
+    /// arrives meanwhile waits for the load under way).
+    pub fn preload_engines(self: &Arc<Self>) {
+        if self.config.js_engine.is_none() {
+            return;
+        }
+        let executor = Arc::clone(self);
+        tokio::spawn(async move {
+            if let Err(error) = executor.engine(Language::JavaScript).await {
+                tracing::error!(%error, "the JavaScript engine does not load");
+            }
+        });
+    }
+
+    /// The engine of `language`, loaded on the pool once per executor (compiled, or read from
+    /// the cache), outside any action's time for an /init.
+    async fn engine(
+        self: &Arc<Self>,
+        language: Language,
+    ) -> Result<Arc<language::Engine<B::Code>>, ServiceError> {
+        let executor = Arc::clone(self);
+        self.pool
+            .run(move |_cpu| {
+                executor.engines.engine(
+                    language,
+                    executor.backend.as_ref(),
+                    executor.config.max_memory_mb << 20,
+                    Instant::now() + Duration::from_millis(executor.config.max_init_ms),
+                )
+            })
+            .await?
     }
 
     /// Decodes, verifies and loads an upload's module, and logs how long each step took. Runs on

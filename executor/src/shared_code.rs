@@ -15,7 +15,8 @@ use hashbrown::{HashTable, hash_table::Entry};
 use crate::error::ServiceError;
 
 /// The uploads held by live containers, by their exact code text. `binary: false` reads the
-/// same text differently (as WebAssembly text or a refusal), so it has a map of its own.
+/// same text differently (as WebAssembly text or a refusal), so it has a map of its own, and so
+/// do the init documents of actions that run on a language engine (`language.rs`).
 pub struct SharedCode<T> {
     index: Arc<Index<T>>,
 }
@@ -31,8 +32,8 @@ struct IndexEntry<T> {
 
 struct Index<T> {
     hasher: FixedState,
-    /// `[as sent with binary: false, otherwise]`.
-    maps: Mutex<[ByText<T>; 2]>,
+    /// `[as sent with binary: false, otherwise, engine init documents]`.
+    maps: Mutex<[ByText<T>; 3]>,
 }
 
 /// One upload's code text and, once loaded, its module (or why it does not load). Containers
@@ -48,7 +49,7 @@ pub struct Upload<T> {
 }
 
 impl<T> Index<T> {
-    fn maps(&self) -> MutexGuard<'_, [ByText<T>; 2]> {
+    fn maps(&self) -> MutexGuard<'_, [ByText<T>; 3]> {
         self.maps.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -60,7 +61,7 @@ impl<T> SharedCode<T> {
         SharedCode {
             index: Arc::new(Index {
                 hasher: FixedState::with_seed(seed),
-                maps: Mutex::new([HashTable::new(), HashTable::new()]),
+                maps: Mutex::new([HashTable::new(), HashTable::new(), HashTable::new()]),
             }),
         }
     }
@@ -69,6 +70,19 @@ impl<T> SharedCode<T> {
     /// loaded, which keeps the text where it lies in `body` (the /init's body) when it does.
     pub fn upload(&self, text: &str, body: &Bytes, binary: Option<bool>) -> Arc<Upload<T>> {
         let map = usize::from(binary != Some(false));
+        self.upload_in(map, text, || held_text(text, body))
+    }
+
+    /// The upload of an engine's init document (see `language.rs`).
+    pub fn upload_document(&self, document: String) -> Arc<Upload<T>> {
+        let text = Bytes::from(document);
+        let held = text.clone();
+        // The text was built from a String: it is UTF-8.
+        let text = std::str::from_utf8(&text).unwrap_or_default();
+        self.upload_in(2, text, || held)
+    }
+
+    fn upload_in(&self, map: usize, text: &str, held: impl FnOnce() -> Bytes) -> Arc<Upload<T>> {
         let hash = self.index.hasher.hash_one(text.as_bytes());
         let mut maps = self.index.maps();
         let same_text = |entry: &IndexEntry<T>| entry.text == text.as_bytes();
@@ -78,7 +92,7 @@ impl<T> SharedCode<T> {
         {
             return upload;
         }
-        let text = held_text(text, body);
+        let text = held();
         let upload = Arc::new(Upload {
             text: text.clone(),
             hash,

@@ -103,6 +103,7 @@ async fn serve<B: Backend>(
     // unwind info of every module it ever loaded frame by frame, quadratic in libgcc: over
     // 30 s after sixteen debug builds of one action).
     let _never_dropped = std::mem::ManuallyDrop::new(Arc::clone(&executor));
+    executor.preload_engines();
     let router = api::router(Arc::clone(&executor), gate);
     let ready = |address: String| {
         tracing::info!(

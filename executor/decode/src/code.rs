@@ -132,7 +132,7 @@ pub fn decode(
 /// Base64 as sent, decoded with SIMD straight from the request's text. Anything else (text
 /// with line breaks in it, as `base64` and MIME encoders wrap it, or not base64 at all) is left
 /// to the scalar decoder, on a copy without whitespace; it also says where the text went wrong.
-fn decode_base64(code: &str) -> Result<Vec<u8>, CodeError> {
+pub(crate) fn decode_base64(code: &str) -> Result<Vec<u8>, CodeError> {
     if let Ok(bytes) = base64_simd::STANDARD.decode_to_vec(code) {
         return Ok(bytes);
     }

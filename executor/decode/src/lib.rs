@@ -7,4 +7,5 @@ pub mod code;
 pub mod host_limits;
 pub mod poll;
 pub mod protocol;
+pub mod sources;
 pub mod wasi;

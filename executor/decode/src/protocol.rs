@@ -24,6 +24,10 @@ pub struct InitValue<'a> {
     pub name: Option<String>,
     #[serde(default)]
     pub main: Option<String>,
+    /// The action's OpenWhisk kind, as the patch sends it: `nodejs:*` runs the code on the
+    /// JavaScript engine; none (or `wasm:*`) means the code is a WebAssembly module.
+    #[serde(default)]
+    pub kind: Option<String>,
     /// Borrowed from the body unless JSON escapes had to be undone.
     #[serde(default, borrow, deserialize_with = "borrowed_text")]
     pub code: Option<Cow<'a, str>>,

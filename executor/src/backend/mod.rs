@@ -12,6 +12,7 @@ pub mod deadline_queue;
 pub mod disk_cache;
 pub mod http_import;
 pub mod opened;
+pub mod snapshot;
 pub mod unblock;
 
 /// The host-call bounds, `poll_oneoff` and the WASI ABI with its guest-memory decoding, from the
@@ -58,6 +59,9 @@ pub struct ModuleSpec {
     pub grants: Grants,
     /// Linear-memory limit in bytes.
     pub memory_limit_bytes: u64,
+    /// The state written into every instance before its entry point runs: the action's
+    /// pre-initialised engine (see `snapshot.rs`).
+    pub snapshot: Option<Arc<snapshot::Snapshot>>,
 }
 
 /// One activation as a backend sees it: no HTTP, no OpenWhisk JSON beyond the parameters.
@@ -200,6 +204,17 @@ pub trait Backend: Send + Sync + Sized + 'static {
     /// Runs one activation in a fresh instance of `module` on a pool thread, giving `cpu` back
     /// while the guest waits on a timer or the network. Blocking.
     fn run(&self, module: &Self::Module, activation: &Activation, cpu: CpuSlot) -> GuestExit;
+
+    /// Pre-initialisation: instantiates `module` as [`Backend::run`] does for `activation`,
+    /// calls its export `init` (none: only instantiates it), and reads the instance's
+    /// exported mutable globals and its memory `memory`. Blocking.
+    fn capture(
+        &self,
+        module: &Self::Module,
+        activation: &Activation,
+        init: Option<&str>,
+        cpu: CpuSlot,
+    ) -> Result<snapshot::InstanceImage, GuestExit>;
 
     /// How many instances can be alive at once, where the backend could reserve fewer than
     /// [`BackendSettings::max_instances`]; `None`: as many as asked for.

@@ -626,12 +626,21 @@ pub fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// Where `actions/build.sh` puts the example actions (`WASM_ACTIONS_DIR` elsewhere).
+fn actions_dir() -> PathBuf {
+    std::env::var_os("WASM_ACTIONS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("actions/dist"))
+}
+
+/// The JavaScript engine built with the example actions.
+pub fn js_engine() -> PathBuf {
+    actions_dir().join("quickjs.wasm")
+}
+
 /// An example action module built by `actions/build.sh`.
 pub fn action(name: &str) -> Vec<u8> {
-    let dir = std::env::var_os("WASM_ACTIONS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("actions/dist"));
-    let path = dir.join(format!("{name}.wasm"));
+    let path = actions_dir().join(format!("{name}.wasm"));
     std::fs::read(&path).unwrap_or_else(|e| {
         panic!(
             "{}: {e}; build the example actions first (actions/build.sh or make actions)",

@@ -25,7 +25,7 @@ use self::{
 };
 use wasm_executor::backend::{
     self, Activation, Backend, BackendSettings, GuestExit, ModuleSpec, PortableModules,
-    PrepareError, PrepareInput, resolve_entry,
+    PrepareError, PrepareInput, resolve_entry, snapshot::InstanceImage,
 };
 use wasm_executor::{capability::dir::GrantedDir, net::HttpGetter, pool::CpuSlot};
 
@@ -151,20 +151,54 @@ impl Backend for WamrBackend {
     }
 
     fn run(&self, module: &PreparedModule, activation: &Activation, cpu: CpuSlot) -> GuestExit {
-        ffi::with_thread_env(|env| self.run_here(env, module, activation, cpu))
-            .unwrap_or_else(GuestExit::HostFailure)
+        let ran = ffi::with_thread_env(|env| {
+            self.instantiate_and_call(env, module, activation, cpu, Some(&module.entry), |_| ())
+        });
+        match ran {
+            Ok(Ok((code, ()))) => GuestExit::Exited(code),
+            Ok(Err(exit)) => exit,
+            Err(failure) => GuestExit::HostFailure(failure),
+        }
+    }
+
+    fn capture(
+        &self,
+        module: &PreparedModule,
+        activation: &Activation,
+        init: Option<&str>,
+        cpu: CpuSlot,
+    ) -> Result<InstanceImage, GuestExit> {
+        let read = |instance: &Instance<'_>| InstanceImage {
+            globals: module
+                .module
+                .exports()
+                .into_iter()
+                .filter_map(|e| Some((e.name.clone(), instance.global(&e.name)?)))
+                .collect(),
+            memory: instance.memory_contents(),
+        };
+        let captured = ffi::with_thread_env(|env| {
+            self.instantiate_and_call(env, module, activation, cpu, init, read)
+        });
+        match captured.map_err(GuestExit::HostFailure)?? {
+            (0, image) => Ok(image),
+            (code, _) => Err(GuestExit::Exited(code)),
+        }
     }
 }
 
 impl WamrBackend {
-    /// One activation, on the calling worker thread.
-    fn run_here(
+    /// One instance on the calling worker thread: instantiated, its snapshot written into it,
+    /// `entry` called (none: nothing called), and what the caller wants read from it.
+    fn instantiate_and_call<R>(
         &self,
         env: &ThreadEnv,
         module: &PreparedModule,
         activation: &Activation,
         cpu: CpuSlot,
-    ) -> GuestExit {
+        entry: Option<&str>,
+        read: impl FnOnce(&Instance<'_>) -> R,
+    ) -> Result<(i32, R), GuestExit> {
         let host = HostState::new(
             Arc::clone(&activation.output),
             module.spec.grants.get::<HttpGetter>(),
@@ -172,12 +206,9 @@ impl WamrBackend {
             module.spec.memory_limit_bytes,
             cpu,
         );
-        let stdin = match ParamsFile::new(activation.params.as_bytes()) {
-            Ok(stdin) => stdin,
-            Err(error) => {
-                return GuestExit::HostFailure(format!("creating the guest's stdin: {error}"));
-            }
-        };
+        let stdin = ParamsFile::new(activation.params.as_bytes()).map_err(|error| {
+            GuestExit::HostFailure(format!("creating the guest's stdin: {error}"))
+        })?;
         let argv = [activation.program_name.as_str(), activation.params.as_str()];
         // The directory opened at /init, by its descriptor: no path is looked up again.
         let dir = module.spec.grants.get::<GrantedDir>();
@@ -192,35 +223,54 @@ impl WamrBackend {
         };
         let instance = match Instance::new(env, &module.module, &host, &config) {
             Ok(instance) => instance,
-            Err(_) if host.memory_exceeded() => return GuestExit::MemoryExhausted,
-            Err(error) => return GuestExit::Trapped(format!("instantiation failed: {error}")),
+            Err(_) if host.memory_exceeded() => return Err(GuestExit::MemoryExhausted),
+            Err(error) => return Err(GuestExit::Trapped(format!("instantiation failed: {error}"))),
         };
         // WAMR never lowers a module's initial memory to the container's limit: refuse here,
         // as an instantiation beyond the limit.
-        if instance
-            .memory_bytes()
-            .is_some_and(|bytes| bytes > host.memory_limit_bytes())
-        {
-            return GuestExit::MemoryExhausted;
+        let beyond_limit = |instance: &Instance<'_>| {
+            instance
+                .memory_bytes()
+                .is_some_and(|bytes| bytes > host.memory_limit_bytes())
+        };
+        if beyond_limit(&instance) {
+            return Err(GuestExit::MemoryExhausted);
         }
+        if let Some(snapshot) = &module.spec.snapshot {
+            let restored = instance.restore(snapshot);
+            if beyond_limit(&instance) || (restored.is_err() && host.memory_exceeded()) {
+                return Err(GuestExit::MemoryExhausted);
+            }
+            restored.map_err(|error| {
+                GuestExit::HostFailure(format!("restoring the action's snapshot: {error}"))
+            })?;
+        }
+        let Some(entry) = entry else {
+            return Ok((0, read(&instance)));
+        };
         let watch = self
             .watchdog
             .watch(activation.deadline, instance.terminator());
-        let outcome = instance.call(&module.entry);
+        let outcome = instance.call(entry);
         let timed_out = watch.fired();
         drop(watch);
-        match outcome {
-            CallOutcome::Returned(code) => GuestExit::Exited(code.unwrap_or(0)),
-            CallOutcome::Failed(_) if timed_out => GuestExit::TimedOut,
+        let code = match outcome {
+            CallOutcome::Returned(code) => code.unwrap_or(0),
+            CallOutcome::Failed(_) if timed_out => return Err(GuestExit::TimedOut),
             CallOutcome::Failed(message) if message.contains("wasi proc exit") => {
                 // WASI exit codes are u32; OpenWhisk reports them like a process status.
-                GuestExit::Exited(instance.wasi_exit_code() as i32)
+                instance.wasi_exit_code() as i32
             }
-            CallOutcome::Failed(_) if host.memory_exceeded() => GuestExit::MemoryExhausted,
+            CallOutcome::Failed(_) if host.memory_exceeded() => {
+                return Err(GuestExit::MemoryExhausted);
+            }
             CallOutcome::Failed(message) => {
-                GuestExit::Trapped(message.trim_start_matches("Exception: ").to_owned())
+                return Err(GuestExit::Trapped(
+                    message.trim_start_matches("Exception: ").to_owned(),
+                ));
             }
-        }
+        };
+        Ok((code, read(&instance)))
     }
 }
 

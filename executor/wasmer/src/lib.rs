@@ -27,8 +27,8 @@ use std::sync::Arc;
 
 use wasm_artifact::RuntimeId;
 use wasmer::{
-    Engine, ExternType, FunctionEnv, Instance, InstantiationError, Module, RuntimeError, Store,
-    Value,
+    Engine, Extern, ExternType, FunctionEnv, Instance, InstantiationError, Module, Mutability,
+    Pages, RuntimeError, Store, Value,
 };
 
 use self::{
@@ -41,6 +41,7 @@ use self::{
 use wasm_executor::backend::{
     Activation, Backend, BackendSettings, ExportKind, GuestExit, ModuleSpec, PortableModules,
     PrepareError, PrepareInput, resolve_entry,
+    snapshot::{GlobalValue, InstanceImage, Snapshot},
 };
 use wasm_executor::{capability::dir::GrantedDir, net::HttpGetter, pool::CpuSlot};
 
@@ -136,18 +137,47 @@ impl Backend for WasmerBackend {
     }
 
     fn run(&self, module: &PreparedModule, activation: &Activation, cpu: CpuSlot) -> GuestExit {
+        match self.instantiate_and_call(module, activation, cpu, Some(&module.entry), |_, _| ()) {
+            Ok((code, ())) => GuestExit::Exited(code),
+            Err(exit) => exit,
+        }
+    }
+
+    fn capture(
+        &self,
+        module: &PreparedModule,
+        activation: &Activation,
+        init: Option<&str>,
+        cpu: CpuSlot,
+    ) -> Result<InstanceImage, GuestExit> {
+        match self.instantiate_and_call(module, activation, cpu, init, read_image)? {
+            (0, image) => Ok(image),
+            (code, _) => Err(GuestExit::Exited(code)),
+        }
+    }
+}
+
+impl WasmerBackend {
+    /// Instantiates `module` in a fresh store, writes its snapshot into the instance, calls
+    /// `entry` (none: calls nothing), and reads what the caller wants from the instance.
+    fn instantiate_and_call<R>(
+        &self,
+        module: &PreparedModule,
+        activation: &Activation,
+        cpu: CpuSlot,
+        entry: Option<&str>,
+        read: impl FnOnce(&mut Store, &Instance) -> R,
+    ) -> Result<(i32, R), GuestExit> {
         // A host call still blocked after the deadline is interrupted (see `unblock.rs`); the
         // host-call guard then ends the activation.
         let _unblock = self.unblocker.register(activation.deadline);
         let clock = Arc::new(RunClock::new(activation.deadline));
         let budget = MemoryBudget::new(module.spec.memory_limit_bytes);
-        let wasi = match WasiCtx::new(
+        let wasi = WasiCtx::new(
             activation,
             module.spec.grants.get::<GrantedDir>().as_deref(),
-        ) {
-            Ok(wasi) => wasi,
-            Err(error) => return GuestExit::HostFailure(format!("{error:#}")),
-        };
+        )
+        .map_err(|error| GuestExit::HostFailure(format!("{error:#}")))?;
         let mut store = Store::new(module.code.engine.clone());
         let env = FunctionEnv::new(
             &mut store,
@@ -161,45 +191,47 @@ impl Backend for WasmerBackend {
             },
         );
         let granted = module.spec.grants.set();
-        let imports = match imports::build(&mut store, &env, &module.code.module, granted) {
-            Ok(imports) => imports,
-            Err(error) => return GuestExit::HostFailure(error),
-        };
+        let imports = imports::build(&mut store, &env, &module.code.module, granted)
+            .map_err(GuestExit::HostFailure)?;
         // Watched from before instantiation on: a start function may loop too.
         let _watch = self.watchdog.watch(Arc::clone(&clock), store.interrupter());
         let instantiated = memory::with_budget(&budget, || {
             Instance::new(&mut store, &module.code.module, &imports).map_err(Box::new)
         });
-        let instance = match instantiated {
-            Ok(instance) => instance,
-            Err(error) => {
-                return match *error {
-                    InstantiationError::Start(error) => classify(error, &budget, &clock),
-                    _ if budget.exceeded() => GuestExit::MemoryExhausted,
-                    // The module's own fault (a table beyond the limit, …), as on the other
-                    // backends: its checks at /init left nothing else that could fail here.
-                    error => GuestExit::Trapped(format!("instantiation failed: {error}")),
-                };
-            }
-        };
+        let instance = instantiated.map_err(|error| match *error {
+            InstantiationError::Start(error) => classify(error, &budget, &clock),
+            _ if budget.exceeded() => GuestExit::MemoryExhausted,
+            // The module's own fault (a table beyond the limit, …), as on the other
+            // backends: its checks at /init left nothing else that could fail here.
+            error => GuestExit::Trapped(format!("instantiation failed: {error}")),
+        })?;
         env.as_mut(&mut store).memory = instance.exports.get_memory("memory").ok().cloned();
-        let func = match instance.exports.get_function(&module.entry) {
-            Ok(func) => func.clone(),
-            Err(error) => {
-                return GuestExit::HostFailure(format!("entry point `{}`: {error}", module.entry));
+        if let Some(snapshot) = &module.spec.snapshot {
+            restore(&mut store, &instance, snapshot).map_err(|error| {
+                if budget.exceeded() {
+                    GuestExit::MemoryExhausted
+                } else {
+                    GuestExit::HostFailure(format!("restoring the action's snapshot: {error}"))
+                }
+            })?;
+        }
+        let code = match entry {
+            None => 0,
+            Some(entry) => {
+                let func = instance.exports.get_function(entry).map_err(|error| {
+                    GuestExit::HostFailure(format!("entry point `{entry}`: {error}"))
+                })?;
+                match func.call(&mut store, &[]) {
+                    Ok(results) => match results.first() {
+                        Some(Value::I32(code)) => *code,
+                        _ => 0,
+                    },
+                    Err(error) => return Err(classify(error, &budget, &clock)),
+                }
             }
         };
-        match func.call(&mut store, &[]) {
-            Ok(results) => GuestExit::Exited(match results.first() {
-                Some(Value::I32(code)) => *code,
-                _ => 0,
-            }),
-            Err(error) => classify(error, &budget, &clock),
-        }
+        Ok((code, read(&mut store, &instance)))
     }
-}
-
-impl WasmerBackend {
     #[cfg(feature = "llvm")]
     fn compile(&self, engine: &Engine, wasm: &[u8], sha256: &str) -> Result<Module, PrepareError> {
         let (module, source) = self
@@ -243,6 +275,65 @@ fn compiled_code_key() -> (String, String, String, String) {
         format!("{:?}", target.cpu_features()),
         format!("{:?}", wasmer_profile::features()),
     )
+}
+
+/// Writes `snapshot` into a fresh instance: its globals, its memory grown to the snapshot's
+/// size (within the container's budget) and the snapshot's bytes.
+fn restore(store: &mut Store, instance: &Instance, snapshot: &Snapshot) -> Result<(), String> {
+    for (name, value) in &snapshot.globals {
+        let global = instance
+            .exports
+            .get_global(name)
+            .map_err(|e| e.to_string())?;
+        let value = match *value {
+            GlobalValue::I32(v) => Value::I32(v),
+            GlobalValue::I64(v) => Value::I64(v),
+            GlobalValue::F32(bits) => Value::F32(f32::from_bits(bits)),
+            GlobalValue::F64(bits) => Value::F64(f64::from_bits(bits)),
+        };
+        global.set(&mut *store, value).map_err(|e| e.to_string())?;
+    }
+    let memory = instance
+        .exports
+        .get_memory("memory")
+        .map_err(|e| e.to_string())?;
+    let pages = u64::from(memory.view(&*store).size().0);
+    if snapshot.memory_pages > pages {
+        let more = u32::try_from(snapshot.memory_pages - pages).map_err(|e| e.to_string())?;
+        memory
+            .grow(&mut *store, Pages(more))
+            .map_err(|e| e.to_string())?;
+    }
+    let view = memory.view(&*store);
+    for (offset, bytes) in &snapshot.writes {
+        view.write(*offset as u64, bytes)
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// The instance's exported mutable globals and its memory `memory`.
+fn read_image(store: &mut Store, instance: &Instance) -> InstanceImage {
+    let mut image = InstanceImage::default();
+    for (name, export) in instance.exports.iter() {
+        match export {
+            Extern::Global(global) if global.ty(&*store).mutability == Mutability::Var => {
+                let value = match global.get(&mut *store) {
+                    Value::I32(v) => GlobalValue::I32(v),
+                    Value::I64(v) => GlobalValue::I64(v),
+                    Value::F32(v) => GlobalValue::F32(v.to_bits()),
+                    Value::F64(v) => GlobalValue::F64(v.to_bits()),
+                    _ => continue,
+                };
+                image.globals.push((name.clone(), value));
+            }
+            Extern::Memory(memory) if name == "memory" => {
+                image.memory = memory.view(&*store).copy_to_vec().unwrap_or_default();
+            }
+            _ => {}
+        }
+    }
+    image
 }
 
 /// The export to call (see [`resolve_entry`]).

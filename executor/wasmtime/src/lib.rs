@@ -21,15 +21,20 @@ use std::{
 
 use wasm_artifact::RuntimeId;
 use wasmtime::{
-    Engine, ExternType, InstancePre, Linker, Module, ResourceLimiter, Store, Trap, Val,
+    Engine, Extern, ExternType, Instance, InstancePre, Linker, Module, Mutability, ResourceLimiter,
+    Store, Trap, Val,
 };
 use wasmtime_wasi::{I32Exit, WasiCtxBuilder, p1::WasiP1Ctx, p2::pipe::MemoryInputPipe};
 
 use self::{poll::GuestMonotonicClock, stdio::CaptureStream};
 use wasm_executor::backend::{
     Activation, Backend, BackendSettings, ExportKind, GuestExit, MAX_TABLE_ELEMENTS, ModuleSpec,
-    PortableModules, PrepareError, PrepareInput, disk_cache::DiskCache, http_import::HeldBody,
-    resolve_entry, unblock::Unblocker,
+    PortableModules, PrepareError, PrepareInput,
+    disk_cache::DiskCache,
+    http_import::HeldBody,
+    resolve_entry,
+    snapshot::{GlobalValue, InstanceImage, Snapshot},
+    unblock::Unblocker,
 };
 use wasm_executor::{
     backend::opened::OpenedDescriptors, capability::GrantSet, logs::Stream, net::HttpGetter,
@@ -210,6 +215,25 @@ impl Backend for WasmtimeBackend {
         self.host_io.block_on(self.execute(module, activation, cpu))
     }
 
+    fn capture(
+        &self,
+        module: &PreparedModule,
+        activation: &Activation,
+        init: Option<&str>,
+        cpu: CpuSlot,
+    ) -> Result<InstanceImage, GuestExit> {
+        let _unblock = self.unblocker.register(activation.deadline);
+        self.host_io.block_on(async {
+            let (mut store, instance, code) = self
+                .instantiate_and_call(module, activation, cpu, init)
+                .await?;
+            if code != 0 {
+                return Err(GuestExit::Exited(code));
+            }
+            Ok(read_image(&mut store, &instance))
+        })
+    }
+
     fn instance_capacity(&self) -> Option<usize> {
         match self.allocator {
             engine::Allocator::Pooling { slots } => Some(slots),
@@ -241,26 +265,52 @@ impl WasmtimeBackend {
         activation: &Activation,
         cpu: CpuSlot,
     ) -> GuestExit {
-        let mut store = match self.new_store(module, activation, cpu) {
-            Ok(store) => store,
-            Err(error) => return GuestExit::HostFailure(format!("{error:#}")),
-        };
+        match self
+            .instantiate_and_call(module, activation, cpu, Some(&module.entry))
+            .await
+        {
+            Ok((_, _, code)) => GuestExit::Exited(code),
+            Err(exit) => exit,
+        }
+    }
+
+    /// Instantiates `module` in a fresh store, writes its snapshot into the instance and calls
+    /// `entry` (none: calls nothing); the store and instance stay for the caller to read.
+    async fn instantiate_and_call(
+        &self,
+        module: &PreparedModule,
+        activation: &Activation,
+        cpu: CpuSlot,
+        entry: Option<&str>,
+    ) -> Result<(Store<RunState>, Instance, i32), GuestExit> {
+        let mut store = self
+            .new_store(module, activation, cpu)
+            .map_err(|error| GuestExit::HostFailure(format!("{error:#}")))?;
         let result = async {
             let instance = module.pre.instantiate_async(&mut store).await?;
+            if let Some(snapshot) = &module.spec.snapshot {
+                restore(&mut store, &instance, snapshot)?;
+            }
+            let Some(entry) = entry else {
+                return Ok((instance, 0));
+            };
             let func = instance
-                .get_func(&mut store, &module.entry)
-                .ok_or_else(|| wasmtime::format_err!("entry point `{}` vanished", module.entry))?;
+                .get_func(&mut store, entry)
+                .ok_or_else(|| wasmtime::format_err!("entry point `{entry}` vanished"))?;
             let mut results = vec![Val::I32(0); func.ty(&store).results().len()];
             func.call_async(&mut store, &[], &mut results).await?;
-            wasmtime::Result::Ok(match results.first() {
-                Some(Val::I32(code)) => *code,
-                _ => 0,
-            })
+            wasmtime::Result::Ok((
+                instance,
+                match results.first() {
+                    Some(Val::I32(code)) => *code,
+                    _ => 0,
+                },
+            ))
         }
         .await;
         match result {
-            Ok(code) => GuestExit::Exited(code),
-            Err(error) => classify_failure(error, store.data()),
+            Ok((instance, code)) => Ok((store, instance, code)),
+            Err(error) => Err(classify_failure(error, store.data())),
         }
     }
 
@@ -330,6 +380,65 @@ impl WasmtimeBackend {
         engine::arm_deadline(&mut store, activation.deadline);
         Ok(store)
     }
+}
+
+/// Writes `snapshot` into a fresh instance: its globals, its memory grown to the snapshot's
+/// size (within the container's limit) and the snapshot's bytes.
+fn restore(
+    store: &mut Store<RunState>,
+    instance: &Instance,
+    snapshot: &Snapshot,
+) -> wasmtime::Result<()> {
+    for (name, value) in &snapshot.globals {
+        let global = instance.get_global(&mut *store, name).ok_or_else(|| {
+            wasmtime::format_err!("the snapshot's global `{name}` is not exported")
+        })?;
+        let value = match *value {
+            GlobalValue::I32(v) => Val::I32(v),
+            GlobalValue::I64(v) => Val::I64(v),
+            GlobalValue::F32(bits) => Val::F32(bits),
+            GlobalValue::F64(bits) => Val::F64(bits),
+        };
+        global.set(&mut *store, value)?;
+    }
+    let memory = instance
+        .get_memory(&mut *store, "memory")
+        .ok_or_else(|| wasmtime::format_err!("the module exports no memory `memory`"))?;
+    let pages = memory.size(&*store);
+    if snapshot.memory_pages > pages {
+        memory.grow(&mut *store, snapshot.memory_pages - pages)?;
+    }
+    snapshot
+        .write_memory(memory.data_mut(&mut *store))
+        .map_err(|e| wasmtime::format_err!(e))
+}
+
+/// The instance's exported mutable globals and its memory `memory`.
+fn read_image(store: &mut Store<RunState>, instance: &Instance) -> InstanceImage {
+    let exports: Vec<(String, Extern)> = instance
+        .exports(&mut *store)
+        .map(|export| (export.name().to_owned(), export.into_extern()))
+        .collect();
+    let mut image = InstanceImage::default();
+    for (name, export) in exports {
+        match export {
+            Extern::Global(global) if global.ty(&*store).mutability() == Mutability::Var => {
+                let value = match global.get(&mut *store) {
+                    Val::I32(v) => GlobalValue::I32(v),
+                    Val::I64(v) => GlobalValue::I64(v),
+                    Val::F32(bits) => GlobalValue::F32(bits),
+                    Val::F64(bits) => GlobalValue::F64(bits),
+                    _ => continue,
+                };
+                image.globals.push((name, value));
+            }
+            Extern::Memory(memory) if name == "memory" => {
+                image.memory = memory.data(&*store).to_vec();
+            }
+            _ => {}
+        }
+    }
+    image
 }
 
 /// The export to call (see [`resolve_entry`]).

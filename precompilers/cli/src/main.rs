@@ -36,6 +36,13 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Turn a JavaScript action (.js, or a zip of an npm package) into one portable module, the
+    /// engine pre-initialised with its code, for `compile`; run `wasm-precompile snapshot --help`.
+    Snapshot {
+        /// INPUT.js|INPUT.zip --js-engine quickjs.wasm [--main NAME] [--env NAME=VALUE] [-o OUT.wasm].
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -68,24 +75,34 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let Some(runtime) = RuntimeId::from_name(&runtime) else {
                 bail!("unknown runtime {runtime:?}: use wasmtime, wasmer or wamr");
             };
-            let binary = std::env::current_exe()
-                .context("locating wasm-precompile")?
-                .with_file_name(format!("wasm-precompile-{runtime}"));
-            if !binary.exists() {
-                bail!(
-                    "{} is not installed next to wasm-precompile; build it with `make precompiler-{runtime}`",
-                    binary.display()
-                );
-            }
-            let status = std::process::Command::new(&binary)
-                .args(&args)
-                .status()
-                .with_context(|| format!("running {}", binary.display()))?;
-            Ok(ExitCode::from(
-                status.code().unwrap_or(1).clamp(0, 255) as u8
-            ))
+            delegate(
+                &runtime.to_string(),
+                &format!("precompiler-{runtime}"),
+                &args,
+            )
         }
+        Command::Snapshot { args } => delegate("snapshot", "precompiler-wasmtime", &args),
     }
+}
+
+/// Runs `wasm-precompile-<tool>` next to this binary with `args` (`make <target>` builds it).
+fn delegate(tool: &str, target: &str, args: &[String]) -> anyhow::Result<ExitCode> {
+    let binary = std::env::current_exe()
+        .context("locating wasm-precompile")?
+        .with_file_name(format!("wasm-precompile-{tool}"));
+    if !binary.exists() {
+        bail!(
+            "{} is not installed next to wasm-precompile; build it with `make {target}`",
+            binary.display()
+        );
+    }
+    let status = std::process::Command::new(&binary)
+        .args(args)
+        .status()
+        .with_context(|| format!("running {}", binary.display()))?;
+    Ok(ExitCode::from(
+        status.code().unwrap_or(1).clamp(0, 255) as u8
+    ))
 }
 
 fn write_private(path: &std::path::Path, pem: &str) -> anyhow::Result<()> {

@@ -73,7 +73,7 @@ pub enum CallOutcome {
 }
 
 pub struct Instance<'a> {
-    raw: NonNull<sys::WASMModuleInstanceCommon>,
+    pub(super) raw: NonNull<sys::WASMModuleInstanceCommon>,
     terminator: Terminator,
     /// The module, the host state (WAMR holds a pointer to it as custom data) and this thread's
     /// environment all outlive the instance; the raw pointer keeps it on this thread.

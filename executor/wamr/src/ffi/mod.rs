@@ -13,6 +13,7 @@
 
 mod code_in_place;
 mod instance;
+mod instance_state;
 mod module;
 mod natives;
 mod runtime;

@@ -9,6 +9,7 @@ mod capabilities;
 mod guest_execution;
 mod hostile;
 mod isolation;
+mod javascript;
 mod limits;
 mod observability;
 mod runtime_contract;

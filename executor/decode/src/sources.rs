@@ -1,0 +1,178 @@
+//! The code of an action written in a language the executor runs on an engine (JavaScript):
+//! source text, or a zip of source files (an npm package with its bundled `node_modules`).
+//! Zips are read with limits; what cannot run on the engine is refused by name.
+
+use std::{collections::BTreeMap, io::Read};
+
+use thiserror::Error;
+
+use crate::code::{CodeError, decode_base64};
+
+/// Most files a zipped action may hold (npm packages bring many small ones).
+pub const MAX_FILES: usize = 20_000;
+/// Native extensions: compiled for a CPU, never for the engine.
+const NATIVE_SUFFIXES: [&str; 3] = [".node", ".so", ".dylib"];
+
+/// An action's sources as the engine receives them.
+#[derive(Debug, PartialEq)]
+pub enum Sources {
+    /// One file of source text (the code itself, sent with `binary: false`).
+    Text(String),
+    /// The text files of a zip by their path in it; files that are not UTF-8 text are left
+    /// out, as no source can load them.
+    Files(BTreeMap<String, String>),
+}
+
+#[derive(Debug, Error)]
+pub enum SourcesError {
+    #[error(
+        "There was an error uncompressing the action archive: the code is marked binary but is not base64 of a zip ({0})"
+    )]
+    NotZip(String),
+    #[error("There was an error uncompressing the action archive: {0}")]
+    Zip(String),
+    #[error("the action archive holds more than {MAX_FILES} files")]
+    TooManyFiles,
+    #[error("the action's code is larger than the limit of {limit_mb} MB")]
+    TooLarge { limit_mb: usize },
+    #[error("the action archive holds `{0}`, a path outside the archive")]
+    UnsafePath(String),
+    #[error(
+        "the action archive holds the native extension `{0}`, which cannot run on the executor's WebAssembly engines; bundle pure JavaScript only"
+    )]
+    NativeExtension(String),
+    #[error(transparent)]
+    Code(#[from] CodeError),
+}
+
+/// Reads `code`: with `binary: true` base64 of a zip; with `binary: false` text; unflagged, a
+/// zip when it is base64 of one, else text. At most `max_bytes` of sources.
+pub fn decode(code: &str, binary: Option<bool>, max_bytes: usize) -> Result<Sources, SourcesError> {
+    let too_large = || SourcesError::TooLarge {
+        limit_mb: max_bytes >> 20,
+    };
+    let zip = match binary {
+        Some(false) => None,
+        Some(true) => Some(decode_base64(code).map_err(|e| SourcesError::NotZip(e.to_string()))?),
+        None => decode_base64(code)
+            .ok()
+            .filter(|bytes| bytes.starts_with(b"PK")),
+    };
+    match zip {
+        Some(bytes) => of_zip(&bytes, max_bytes),
+        None if code.len() > max_bytes => Err(too_large()),
+        None => Ok(Sources::Text(code.to_owned())),
+    }
+}
+
+/// The text files of a zip's `bytes`, at most `max_bytes` of them.
+pub fn of_zip(bytes: &[u8], max_bytes: usize) -> Result<Sources, SourcesError> {
+    let zip_error = |e: zip::result::ZipError| SourcesError::Zip(e.to_string());
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes))
+        .map_err(|e| SourcesError::NotZip(e.to_string()))?;
+    if archive.len() > MAX_FILES {
+        return Err(SourcesError::TooManyFiles);
+    }
+    let mut files = BTreeMap::new();
+    let mut total = 0usize;
+    for index in 0..archive.len() {
+        let entry = archive.by_index(index).map_err(zip_error)?;
+        if entry.is_dir() {
+            continue;
+        }
+        let name = entry.name().trim_start_matches("./").to_owned();
+        if entry.enclosed_name().is_none() || name.starts_with('/') {
+            return Err(SourcesError::UnsafePath(name));
+        }
+        if NATIVE_SUFFIXES.iter().any(|suffix| name.ends_with(suffix)) {
+            return Err(SourcesError::NativeExtension(name));
+        }
+        let mut text = Vec::new();
+        let limit = (max_bytes - total) as u64 + 1;
+        entry
+            .take(limit)
+            .read_to_end(&mut text)
+            .map_err(|e| SourcesError::Zip(format!("{name}: {e}")))?;
+        total += text.len();
+        if total > max_bytes {
+            return Err(SourcesError::TooLarge {
+                limit_mb: max_bytes >> 20,
+            });
+        }
+        if let Ok(text) = String::from_utf8(text) {
+            files.insert(name, text);
+        }
+    }
+    Ok(Sources::Files(files))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use base64::Engine as _;
+
+    use super::*;
+
+    fn zip_b64(entries: &[(&str, &[u8])]) -> String {
+        let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        for (name, data) in entries {
+            w.start_file(*name, zip::write::SimpleFileOptions::default())
+                .unwrap();
+            w.write_all(data).unwrap();
+        }
+        base64::engine::general_purpose::STANDARD.encode(w.finish().unwrap().into_inner())
+    }
+
+    #[test]
+    fn text_and_zips_are_told_apart_by_the_flag_or_by_content() {
+        let source = "function main() { return {}; }";
+        assert_eq!(
+            decode(source, Some(false), 1 << 20).unwrap(),
+            Sources::Text(source.into())
+        );
+        assert_eq!(
+            decode(source, None, 1 << 20).unwrap(),
+            Sources::Text(source.into())
+        );
+        let zip = zip_b64(&[
+            ("index.js", b"exports.main = () => ({})"),
+            ("logo.png", b"\x89PNG\xff\xfe"),
+        ]);
+        for flag in [Some(true), None] {
+            let Sources::Files(files) = decode(&zip, flag, 1 << 20).unwrap() else {
+                panic!()
+            };
+            assert_eq!(
+                files.keys().collect::<Vec<_>>(),
+                ["index.js"],
+                "binary files are left out"
+            );
+        }
+    }
+
+    #[test]
+    fn what_cannot_run_is_refused_by_name() {
+        let native = zip_b64(&[("node_modules/x/build/x.node", b"\x7fELF")]);
+        let e = decode(&native, Some(true), 1 << 20)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("x.node") && e.contains("native extension"),
+            "{e}"
+        );
+        let e = decode("bm90IGEgemlw", Some(true), 1 << 20)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("uncompressing"), "{e}");
+        let big = zip_b64(&[("index.js", &[b'x'; 5000])]);
+        assert!(matches!(
+            decode(&big, Some(true), 4096),
+            Err(SourcesError::TooLarge { .. })
+        ));
+        assert!(matches!(
+            decode(&"y".repeat(5000), Some(false), 4096),
+            Err(SourcesError::TooLarge { .. })
+        ));
+    }
+}

@@ -1,0 +1,440 @@
+//! Actions in JavaScript (`kind: nodejs:*`) on the executor's engine: OpenWhisk's nodejs action
+//! contract as its own runtime's tests check it (results, errors, promises, logs, environment,
+//! zipped packages), each action evaluated once into a snapshot that every activation starts
+//! from, and refusals at /init that name what cannot run.
+
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use crate::harness::{Executor, ScratchDir, artifacts_only, b64, build_dir, js_engine, zip_of};
+
+/// A nodejs action's /init value for `source` (text, as `wsk action create x.js` sends it).
+fn js(source: &str) -> Value {
+    json!({ "kind": "nodejs:20", "code": source, "binary": false, "main": "main" })
+}
+
+fn js_zip(entries: &[(&str, &[u8])]) -> Value {
+    json!({ "kind": "nodejs:20", "code": b64(&zip_of(entries)), "binary": true, "main": "main" })
+}
+
+/// An executor for JavaScript actions, or `None` after checking that a build which runs
+/// precompiled artifacts only refuses them as the operator's problem, saying why.
+fn js_executor(extra: &[&str]) -> Option<Executor> {
+    let engine = js_engine();
+    let engine = engine.to_str().expect("a UTF-8 path");
+    let ex = Executor::start_with(&[&["--js-engine", engine], extra].concat());
+    if !artifacts_only() {
+        return Some(ex);
+    }
+    let r = ex.init("js", js("function main() { return {}; }"));
+    assert_eq!(r.status, 500, "{}", r.text());
+    assert!(r.error().contains("JavaScript engine"), "{}", r.error());
+    None
+}
+
+#[test]
+fn javascript_results_errors_and_packages_follow_openwhisk_nodejs_contract() {
+    let Some(ex) = js_executor(&[]) else { return };
+    let cases: &[(&str, &str, u16, Value)] = &[
+        (
+            "object",
+            "function main(p) { return { got: p.x } }",
+            200,
+            json!({"got": 1}),
+        ),
+        ("no_return", "function main() { return; }", 200, json!({})),
+        (
+            "array",
+            "function main() { return ['a', 'b'] }",
+            200,
+            json!(["a", "b"]),
+        ),
+        (
+            "app_error",
+            "function main() { return { error: 'sorry' } }",
+            200,
+            json!({"error": "sorry"}),
+        ),
+        (
+            "exports",
+            "exports.main = (p) => ({ via: 'exports', x: p.x })",
+            200,
+            json!({"via": "exports", "x": 1}),
+        ),
+        (
+            "module_exports",
+            "module.exports.main = () => ({ via: 'module' })",
+            200,
+            json!({"via": "module"}),
+        ),
+        (
+            "promise",
+            "function main(p) { return Promise.resolve({ x: p.x + 1 }) }",
+            200,
+            json!({"x": 2}),
+        ),
+        (
+            "async",
+            "async function main(p) { await null; return { x: p.x } }",
+            200,
+            json!({"x": 1}),
+        ),
+        (
+            "timer",
+            "function main() { return new Promise(r => setTimeout(() => r({ waited: true }), 20)) }",
+            200,
+            json!({"waited": true}),
+        ),
+        (
+            "rejected",
+            "function main() { return Promise.reject({ done: true }) }",
+            200,
+            json!({"error": {"done": true}}),
+        ),
+        (
+            "rejected_empty",
+            "function main() { return new Promise((_, no) => no()) }",
+            200,
+            json!({"error": {}}),
+        ),
+        (
+            "thrown",
+            "function main() { throw new Error('x') }",
+            502,
+            json!({"error": "An error has occurred: Error: x"}),
+        ),
+        (
+            "thrown_string",
+            "function main() { throw 'nooooo' }",
+            502,
+            json!({"error": "An error has occurred: nooooo"}),
+        ),
+        (
+            "string",
+            "function main() { return 'hi' }",
+            502,
+            json!({"error": "The action did not return a dictionary."}),
+        ),
+        (
+            "never",
+            "function main() { return new Promise(() => {}) }",
+            502,
+            Value::Null,
+        ),
+    ];
+    for (id, source, _, _) in cases {
+        ex.init(id, js(source)).expect(200);
+    }
+    for (id, _, status, expected) in cases {
+        let r = ex.run(id, json!({"x": 1}));
+        assert_eq!(r.status, *status, "{id}: {}", r.text());
+        if !expected.is_null() {
+            assert_eq!(r.json(), *expected, "{id}");
+        }
+    }
+    // Errors thrown in async code carry V8's `Name: message` first line, as OpenWhisk's tests
+    // look for it.
+    for (id, source, text) in [
+        (
+            "reference",
+            "async function main() { return a.b.c }",
+            "referenceerror: a is not defined",
+        ),
+        (
+            "app_throw",
+            "async function main() { throw new Error('app error') }",
+            "error: app error",
+        ),
+    ] {
+        ex.init(id, js(source)).expect(200);
+        let r = ex.run(id, json!({}));
+        r.expect(200);
+        let error = r.json()["error"].to_string().to_lowercase();
+        assert!(error.contains(text), "{id}: {error}");
+    }
+    let r = ex.run("never", json!({}));
+    assert!(r.error().contains("never settles"), "{}", r.error());
+    zipped_packages_resolve_their_own_files_and_bundled_dependencies(&ex);
+}
+
+/// Zipped npm packages: package.json's `main` or index.js, their own files and JSON, bundled
+/// dependencies in node_modules; a missing file fails when it is required, as in Node.
+fn zipped_packages_resolve_their_own_files_and_bundled_dependencies(ex: &Executor) {
+    ex.init(
+        "pkg",
+        js_zip(&[
+            ("package.json", br#"{"main": "lib/app.js"}"#),
+            ("lib/app.js", b"const h = require('./helper'); const pad = require('leftpad'); const data = require('../data.json');\nexports.main = (p) => ({ msg: h.greet(p.name), padded: pad('x', 3), n: data.n })"),
+            ("lib/helper.js", b"exports.greet = (n) => 'hi ' + n"),
+            ("data.json", br#"{"n": 7}"#),
+            ("node_modules/leftpad/package.json", br#"{"main": "index"}"#),
+            ("node_modules/leftpad/index.js", b"module.exports = (s, n) => ' '.repeat(n - s.length) + s"),
+        ]),
+    )
+    .expect(200);
+    let out = ex.run("pkg", json!({"name": "zed"})).expect(200).json();
+    assert_eq!(out, json!({"msg": "hi zed", "padded": "  x", "n": 7}));
+
+    ex.init(
+        "index",
+        js_zip(&[("index.js", b"exports.main = () => ({ from: 'index.js' })")]),
+    )
+    .expect(200);
+    assert_eq!(
+        ex.run("index", json!({})).expect(200).json(),
+        json!({"from": "index.js"})
+    );
+
+    ex.init(
+        "missing_dep",
+        js("function main() { require('./.mildly_missing'); return {} }"),
+    )
+    .expect(200);
+    let r = ex.run("missing_dep", json!({}));
+    assert_eq!(r.status, 502);
+    assert!(r.error().contains("Cannot find module"), "{}", r.error());
+}
+
+#[test]
+fn every_activation_starts_from_the_snapshot_with_its_own_environment_and_logs() {
+    let Some(ex) = js_executor(&[]) else { return };
+    let source = r#"
+        let runs = 0;
+        const table = Array.from({ length: 5000 }, (_, i) => i);
+        const atInit = process.env.GREETING;
+        console.log('top level');
+        function main(p) {
+            runs++;
+            console.log('hello', p.name);
+            console.error('to stderr');
+            return { runs, size: table.length, atInit, activation: process.env.__OW_ACTIVATION_ID,
+                     random: Math.random(), now: Date.now() };
+        }
+    "#;
+    let mut value = js(source);
+    value["env"] = json!({"GREETING": "hi"});
+    ex.init("a", value.clone()).expect(200);
+    let started = Instant::now();
+    ex.init("b", value).expect(200);
+    let second_init = started.elapsed();
+    assert_eq!(
+        ex.gauge("modules"),
+        1,
+        "two containers of one action share its snapshot"
+    );
+    let mut randoms = Vec::new();
+    for (i, id) in ["a", "a", "b"].iter().enumerate() {
+        let body = json!({"value": {"name": "Ada"}, "activation_id": format!("act{i}")});
+        let r = ex.post(&format!("/{id}/run"), &body.to_string());
+        let out = r.expect(200).json();
+        assert_eq!(out["runs"], 1, "a fresh instance from the snapshot: {out}");
+        assert_eq!(out["size"], 5000);
+        assert_eq!(
+            out["atInit"], "hi",
+            "the /init's environment reaches the top level"
+        );
+        assert_eq!(out["activation"], format!("act{i}"));
+        assert!(
+            out["now"].as_f64().unwrap() > 1.7e12,
+            "the clock is the run's"
+        );
+        randoms.push(out["random"].as_f64().unwrap());
+    }
+    randoms.dedup();
+    assert_eq!(
+        randoms.len(),
+        3,
+        "Math.random is seeded per activation: {randoms:?}"
+    );
+    let logs: Vec<(String, String)> = ex
+        .logs("a")
+        .iter()
+        .map(|l| {
+            (
+                l["stream"].as_str().unwrap().to_owned(),
+                l["log"].as_str().unwrap().trim_end().to_owned(),
+            )
+        })
+        .collect();
+    assert!(
+        logs.contains(&("stdout".into(), "hello Ada".into())),
+        "{logs:?}"
+    );
+    assert!(
+        logs.contains(&("stderr".into(), "to stderr".into())),
+        "{logs:?}"
+    );
+    assert!(
+        !logs.iter().any(|(_, l)| l == "top level"),
+        "the top level ran once, at /init"
+    );
+    eprintln!("second /init of the same JavaScript action: {second_init:?}");
+    a_runaway_activation_is_stopped_and_the_container_serves_the_next(&ex);
+}
+
+/// A runaway activation is stopped at its time limit and the container serves the next.
+fn a_runaway_activation_is_stopped_and_the_container_serves_the_next(ex: &Executor) {
+    let mut value =
+        js("function main(p) { if (p.spin) { while (true) {} } return { fine: true } }");
+    value["limits"] = json!({"timeout": 300});
+    ex.init("spin", value).expect(200);
+    let started = Instant::now();
+    let r = ex.run("spin", json!({"spin": true}));
+    assert_eq!(r.status, 502, "{}", r.text());
+    assert!(r.error().contains("time limit"), "{}", r.error());
+    ex.assert_stopped_on_time(
+        started.elapsed(),
+        std::time::Duration::from_millis(300),
+        "spinning JavaScript",
+    );
+    assert_eq!(
+        ex.run("spin", json!({})).expect(200).json(),
+        json!({"fine": true})
+    );
+}
+
+#[test]
+fn what_cannot_run_is_refused_at_init_by_name() {
+    let Some(ex) = js_executor(&["--max-init-ms", "3000"]) else {
+        return;
+    };
+    let refusals: Vec<(&str, Value, &str)> = vec![
+        ("syntax", js("10 PRINT 'HELLO'\n20 GOTO 10"), "syntaxerror"),
+        (
+            "no_main",
+            js("function notmain() {}"),
+            "no function named 'main'",
+        ),
+        (
+            "top_throw",
+            js("throw new Error('at the top')"),
+            "at the top",
+        ),
+        (
+            "builtin",
+            js("const fs = require('fs'); function main() { return {} }"),
+            "'fs'",
+        ),
+        (
+            "node_prefix",
+            js("const cp = require('node:child_process'); exports.main = () => ({})"),
+            "node:child_process",
+        ),
+        (
+            "no_entry",
+            js_zip(&[("lib/x.js", b"exports.main = () => ({})")]),
+            "package.json",
+        ),
+        (
+            "native",
+            js_zip(&[
+                ("index.js", b"exports.main = () => ({})"),
+                ("node_modules/x/x.node", b"\x7fELF"),
+            ]),
+            "x.node",
+        ),
+        (
+            "not_zip",
+            json!({"kind": "nodejs:20", "code": b64(b"not a zip"), "binary": true}),
+            "uncompressing",
+        ),
+        (
+            "kind",
+            json!({"kind": "java:8", "code": "x", "binary": false}),
+            "java:8",
+        ),
+        (
+            "loop",
+            js("while (true) {}"),
+            "longer than this executor allows",
+        ),
+    ];
+    for (id, value, text) in refusals {
+        let r = ex.init(id, value);
+        assert_eq!(r.status, 502, "{id}: {}", r.text());
+        assert!(
+            r.error().to_lowercase().contains(&text.to_lowercase()),
+            "{id}: {}",
+            r.error()
+        );
+    }
+    let mut small = js("const big = new Array(2e6).fill(1); function main() { return {} }");
+    small["limits"] = json!({"memory": 4});
+    let r = ex.init("small", small);
+    assert_eq!(r.status, 502, "{}", r.text());
+    // The executor goes on serving.
+    ex.init("fine", js("function main() { return { ok: 1 } }"))
+        .expect(200);
+    assert_eq!(
+        ex.run("fine", json!({})).expect(200).json(),
+        json!({"ok": 1})
+    );
+}
+
+#[test]
+fn an_engine_that_does_not_load_is_the_operators_error() {
+    let ex = Executor::start_with(&["--js-engine", "/nonexistent/quickjs.wasm"]);
+    let r = ex.init("js", js("function main() { return {} }"));
+    assert_eq!(r.status, 500, "{}", r.text());
+    assert!(
+        r.error().contains("/nonexistent/quickjs.wasm"),
+        "{}",
+        r.error()
+    );
+}
+
+#[test]
+fn a_javascript_action_pre_initialised_ahead_of_time_runs_as_a_module_with_no_engine() {
+    let dir = ScratchDir::new("js-snapshot");
+    let source = dir.0.join("action.js");
+    std::fs::write(
+        &source,
+        "const table = Array.from({ length: 1000 }, (_, i) => i);\n\
+         const mode = process.env.MODE;\n\
+         function run(p) { return { sum: table.reduce((a, b) => a + b, 0), x: p.x, mode,\n\
+           activation: process.env.__OW_ACTIVATION_ID } }",
+    )
+    .unwrap();
+    let module = dir.0.join("action.wasm");
+    let made = std::process::Command::new(build_dir().join("wasm-precompile"))
+        .arg("snapshot")
+        .arg(&source)
+        .arg("--js-engine")
+        .arg(js_engine())
+        .args(["--main", "run", "--env", "MODE=snapshot", "-o"])
+        .arg(&module)
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let module = std::fs::read(&module).unwrap();
+    assert!(module.starts_with(b"\0asm"));
+
+    // An executor without a JavaScript engine runs it as the module it is (precompiled for
+    // builds that take artifacts only).
+    let ex = Executor::start();
+    ex.init_code("pre", &module, json!({})).expect(200);
+    let body = json!({"value": {"x": 7}, "activation_id": "a1"});
+    let out = ex.post("/pre/run", &body.to_string()).expect(200).json();
+    assert_eq!(
+        out,
+        json!({"sum": 499500, "x": 7, "mode": "snapshot", "activation": "a1"})
+    );
+
+    // What fails to evaluate fails here, with the engine's words.
+    std::fs::write(&source, "function run( {").unwrap();
+    let made = std::process::Command::new(build_dir().join("wasm-precompile"))
+        .arg("snapshot")
+        .arg(&source)
+        .arg("--js-engine")
+        .arg(js_engine())
+        .output()
+        .unwrap();
+    assert!(!made.status.success());
+    let stderr = String::from_utf8_lossy(&made.stderr);
+    assert!(stderr.contains("SyntaxError"), "{stderr}");
+}

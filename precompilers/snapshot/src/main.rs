@@ -1,0 +1,120 @@
+//! `wasm-precompile-snapshot`, run as `wasm-precompile snapshot`: a JavaScript action as one
+//! portable module. The executor's JavaScript engine evaluates the action's code exactly as an
+//! executor does at /init (on wasmtime), and wizer writes the state it reaches into the
+//! engine's data: the module runs the action with no engine on the executor, and
+//! `wasm-precompile compile` turns it into a signed artifact for any runtime and target.
+
+use std::{collections::BTreeMap, path::PathBuf, process::ExitCode, time::Duration};
+
+use anyhow::{Context, bail};
+use clap::Parser;
+use wasm_executor::{
+    backend::{Backend, BackendSettings},
+    host_io, language,
+};
+use wasm_executor_decode::sources::{self, Sources};
+use wasm_executor_wasmtime::WasmtimeBackend;
+
+/// Most source an action may bring (as the executor's default --max-module-mb).
+const MAX_SOURCE_BYTES: usize = 32 << 20;
+/// The engine's memory while the code's top level runs, and the time it may take.
+const MAX_MEMORY_BYTES: u64 = 2 << 30;
+const INIT_LIMIT: Duration = Duration::from_secs(120);
+
+/// Pre-initialise a JavaScript action into one portable module.
+#[derive(Debug, Parser)]
+#[command(name = "wasm-precompile snapshot", version)]
+struct Args {
+    /// The action: a .js file, or a .zip of an npm package (package.json's `main` or index.js
+    /// at its top, dependencies bundled in node_modules).
+    input: PathBuf,
+
+    /// The JavaScript engine, as given to the executor (actions/dist/quickjs.wasm).
+    #[arg(long, env = "WASM_EXECUTOR_JS_ENGINE")]
+    js_engine: PathBuf,
+
+    /// The function the action exports or defines (`wsk action create --main`).
+    #[arg(long, default_value = "main")]
+    main: String,
+
+    /// An environment variable for the code's top level, NAME=VALUE; repeatable. Activations
+    /// see the executor's own environment, not these.
+    #[arg(long = "env", value_parser = parse_env)]
+    env: Vec<(String, String)>,
+
+    /// Where to write the module (default: the input's name with .wasm).
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+}
+
+fn parse_env(text: &str) -> Result<(String, String), String> {
+    let (name, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("{text:?} is not NAME=VALUE"))?;
+    Ok((name.to_owned(), value.to_owned()))
+}
+
+fn main() -> ExitCode {
+    match run(Args::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
+    let input =
+        std::fs::read(&args.input).with_context(|| format!("reading {}", args.input.display()))?;
+    let sources = if input.starts_with(b"PK") {
+        sources::of_zip(&input, MAX_SOURCE_BYTES)?
+    } else {
+        if input.starts_with(b"\0asm") {
+            bail!(
+                "{} is already a WebAssembly module: compile it with `wasm-precompile compile`",
+                args.input.display()
+            );
+        }
+        Sources::Text(String::from_utf8(input).with_context(|| {
+            format!(
+                "{} is neither a zip nor UTF-8 JavaScript",
+                args.input.display()
+            )
+        })?)
+    };
+    let env: BTreeMap<String, String> = args.env.into_iter().collect();
+    let document = language::init_document(&args.main, &env, sources);
+    let engine = std::fs::read(&args.js_engine)
+        .with_context(|| format!("reading the JavaScript engine {}", args.js_engine.display()))?;
+
+    // The engine's compiled code is needed once here: a private cache of this run's own.
+    let cache_dir =
+        std::env::temp_dir().join(format!("wasm-precompile-snapshot-{}", std::process::id()));
+    std::fs::create_dir(&cache_dir).with_context(|| format!("creating {}", cache_dir.display()))?;
+    let backend = WasmtimeBackend::new(&BackendSettings {
+        cache_dir: cache_dir.clone(),
+        max_cache_bytes: 1 << 30,
+        max_instances: 2,
+        min_instances: 1,
+        max_memory_bytes: MAX_MEMORY_BYTES,
+        host_io: host_io::start()?,
+    })?;
+    let module =
+        language::snapshot_module(&backend, &engine, &document, MAX_MEMORY_BYTES, INIT_LIMIT);
+    let _ = std::fs::remove_dir_all(&cache_dir);
+    let module = module?;
+    let output = args
+        .output
+        .unwrap_or_else(|| args.input.with_extension("wasm"));
+    std::fs::write(&output, &module).with_context(|| format!("writing {}", output.display()))?;
+    println!(
+        "{}: {} bytes, the engine with action {} (main {}) evaluated; next: wasm-precompile compile --runtime RUNTIME -- {} --sign-key KEY --zip",
+        output.display(),
+        module.len(),
+        args.input.display(),
+        args.main,
+        output.display()
+    );
+    Ok(())
+}
