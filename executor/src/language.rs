@@ -2,8 +2,8 @@
 //! (JavaScript on QuickJS-NG, `actions/quickjs`): which kinds they are, the engine loaded once
 //! per executor, and each action's pre-initialisation into a snapshot.
 //!
-//! The engine is instrumented once with wizer (every global exported) and compiled like any
-//! module. An action's /init evaluates its code in a fresh engine instance (the export
+//! The engine's mutable globals are exported once (`export_globals.rs`) and it is compiled
+//! like any module. An action's /init evaluates its code in a fresh engine instance (the export
 //! `wizer-initialize`, the init document on stdin) and keeps what that instance changed, as a
 //! [`Snapshot`]; its containers share the engine's compiled code and that snapshot, and every
 //! activation starts from it.
@@ -15,18 +15,17 @@ use std::{
     time::{Duration, Instant},
 };
 
-use futures_util::FutureExt;
 use serde::Deserialize;
 use wasm_executor_decode::sources::Sources;
-use wasmtime_wizer::ModuleContext;
 
 use crate::{
     backend::{
         Activation, Backend, GuestExit, ModuleSpec, PrepareInput,
-        snapshot::{GlobalValue, InstanceImage, Snapshot},
+        snapshot::{InstanceImage, Snapshot},
     },
     capability::Grants,
     error::ServiceError,
+    export_globals::export_mutable_globals,
     logs::OutputCapture,
     pool::CpuSlot,
 };
@@ -35,6 +34,8 @@ use crate::{
 pub const INIT_EXPORT: &str = "wizer-initialize";
 /// Output kept from a pre-initialisation (its last stdout line says how it went).
 const INIT_OUTPUT_BYTES: usize = 1 << 20;
+/// Characters of the engine's stderr an /init's error quotes (its end, where the error is).
+const QUOTED_STDERR_CHARS: usize = 2000;
 
 /// A language of actions that run on an engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,6 +139,8 @@ fn init_failure(exit: GuestExit, stderr: &str) -> String {
         GuestExit::HostFailure(reason) => format!("could not run: {reason}"),
     };
     let stderr = stderr.trim();
+    let skip = stderr.chars().count().saturating_sub(QUOTED_STDERR_CHARS);
+    let stderr: String = stderr.chars().skip(skip).collect();
     if stderr.is_empty() {
         format!("Initialization has failed: the engine {how}")
     } else {
@@ -186,23 +189,19 @@ impl<C: Send + Sync + 'static> Engines<C> {
     }
 }
 
-/// The engine instrumented by wizer (every mutable global exported), loaded and linked
-/// without grants; wizer's view of the module, for a rewrite, comes with it.
-fn load_instrumented<'a, B: Backend>(
+/// `wasm` loaded (compiled, or taken from the cache) and linked without grants.
+fn load_linked<B: Backend>(
     backend: &B,
-    engine_wasm: &'a [u8],
+    wasm: &[u8],
     max_memory_bytes: u64,
-) -> anyhow::Result<(ModuleContext<'a>, Arc<B::Code>, B::Module)> {
-    let (context, instrumented) = wasmtime_wizer::Wizer::new()
-        .instrument(engine_wasm)
-        .map_err(|e| anyhow::anyhow!("{e:#}"))?;
-    let sha256 = wasm_artifact::sha256_hex(&instrumented);
+) -> anyhow::Result<(Arc<B::Code>, B::Module)> {
+    let sha256 = wasm_artifact::sha256_hex(wasm);
     let code = Arc::new(backend.load(PrepareInput::Portable {
-        wasm: &instrumented,
+        wasm,
         sha256: &sha256,
     })?);
     let module = backend.link(&code, &bare_spec(max_memory_bytes))?;
-    Ok((context, code, module))
+    Ok((code, module))
 }
 
 fn load_engine<B: Backend>(
@@ -212,8 +211,8 @@ fn load_engine<B: Backend>(
     deadline: Instant,
 ) -> anyhow::Result<Engine<B::Code>> {
     let started = Instant::now();
-    let wasm = std::fs::read(path)?;
-    let (_, code, module) = load_instrumented(backend, &wasm, max_memory_bytes)?;
+    let wasm = export_mutable_globals(&std::fs::read(path)?)?;
+    let (code, module) = load_linked(backend, &wasm, max_memory_bytes)?;
     let fresh = backend
         // Instantiation only: no guest code runs, so no CPU slot of the pool is taken.
         .capture(
@@ -292,67 +291,23 @@ fn initialize<B: Backend>(
     }
 }
 
-/// The action as one module: the engine with the state `document` leaves it in written into
-/// its data (wizer's rewrite), portable Wasm that runs the action on any executor, with no
-/// engine there; `wasm-precompile snapshot` writes it for `wasm-precompile compile`.
-pub fn snapshot_module<B: Backend>(
+/// The state an instance of `wasm` (an engine whose mutable globals are exported) reaches
+/// when it evaluates `document`: what `wasm-precompile snapshot` writes into the module.
+pub fn initialized_image<B: Backend>(
     backend: &B,
-    engine_wasm: &[u8],
+    wasm: &[u8],
     document: &str,
     max_memory_bytes: u64,
     limit: Duration,
-) -> anyhow::Result<Vec<u8>> {
-    let (context, _, module) = load_instrumented(backend, engine_wasm, max_memory_bytes)?;
-    let image = initialize(
+) -> anyhow::Result<InstanceImage> {
+    let (_, module) = load_linked(backend, wasm, max_memory_bytes)?;
+    Ok(initialize(
         backend,
         &module,
         document,
         Instant::now() + limit,
         CpuSlot::detached(),
-    )?;
-    // The state is in memory already: every future below is ready at its first poll.
-    wasmtime_wizer::Wizer::new()
-        .snapshot(&context, &mut ImageState(&image))
-        .now_or_never()
-        .ok_or_else(|| anyhow::anyhow!("the snapshot did not complete at once"))?
-        .map_err(|e| anyhow::anyhow!("{e:#}"))
-}
-
-/// An instance's captured state as wizer reads it: the exported mutable globals (wizer's
-/// `__wizer_global_N` among them) and the one memory.
-struct ImageState<'a>(&'a InstanceImage);
-
-impl wasmtime_wizer::InstanceState for ImageState<'_> {
-    fn global_get(
-        &mut self,
-        name: &str,
-        _type: wasmtime_wizer::ValType,
-    ) -> impl Future<Output = wasmtime_wizer::SnapshotVal> + Send {
-        use wasmtime_wizer::SnapshotVal;
-        let value = self
-            .0
-            .globals
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| *v);
-        // Every exported mutable global was read; a global that was not would keep zero.
-        std::future::ready(match value {
-            Some(GlobalValue::I32(v)) => SnapshotVal::I32(v),
-            Some(GlobalValue::I64(v)) => SnapshotVal::I64(v),
-            Some(GlobalValue::F32(bits)) => SnapshotVal::F32(bits),
-            Some(GlobalValue::F64(bits)) => SnapshotVal::F64(bits),
-            None => SnapshotVal::I32(0),
-        })
-    }
-
-    fn memory_contents(
-        &mut self,
-        _name: &str,
-        contents: impl FnOnce(&[u8]) + Send,
-    ) -> impl Future<Output = ()> + Send {
-        contents(&self.0.memory);
-        std::future::ready(())
-    }
+    )?)
 }
 
 #[cfg(test)]

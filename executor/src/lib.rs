@@ -8,6 +8,7 @@ pub mod backend;
 pub mod capability;
 pub mod config;
 pub mod error;
+pub mod export_globals;
 pub mod guard;
 pub mod host_io;
 pub mod language;

@@ -8,12 +8,17 @@ use std::{collections::BTreeMap, path::PathBuf, process::ExitCode, time::Duratio
 
 use anyhow::{Context, bail};
 use clap::Parser;
+use futures_util::FutureExt;
 use wasm_executor::{
-    backend::{Backend, BackendSettings},
+    backend::{
+        Backend, BackendSettings,
+        snapshot::{GlobalValue, InstanceImage},
+    },
     host_io, language,
 };
 use wasm_executor_decode::sources::{self, Sources};
 use wasm_executor_wasmtime::WasmtimeBackend;
+use wasmtime_wizer::{InstanceState, SnapshotVal, ValType, Wizer};
 
 /// Most source an action may bring (as the executor's default --max-module-mb).
 const MAX_SOURCE_BYTES: usize = 32 << 20;
@@ -100,8 +105,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         max_memory_bytes: MAX_MEMORY_BYTES,
         host_io: host_io::start()?,
     })?;
-    let module =
-        language::snapshot_module(&backend, &engine, &document, MAX_MEMORY_BYTES, INIT_LIMIT);
+    let module = snapshot_module(&backend, &engine, &document);
     let _ = std::fs::remove_dir_all(&cache_dir);
     let module = module?;
     let output = args
@@ -117,4 +121,66 @@ fn run(args: Args) -> anyhow::Result<()> {
         output.display()
     );
     Ok(())
+}
+
+/// The engine with the state `document` leaves it in written into its data and globals
+/// (wizer's rewrite of the module wizer instrumented, run by the executor's own backend).
+fn snapshot_module(
+    backend: &WasmtimeBackend,
+    engine: &[u8],
+    document: &str,
+) -> anyhow::Result<Vec<u8>> {
+    let wizer = Wizer::new();
+    let (context, instrumented) = wizer
+        .instrument(engine)
+        .map_err(|e| anyhow::anyhow!("{e:#}"))?;
+    let image = language::initialized_image(
+        backend,
+        &instrumented,
+        document,
+        MAX_MEMORY_BYTES,
+        INIT_LIMIT,
+    )?;
+    // The state is in memory already: every future below is ready at its first poll.
+    wizer
+        .snapshot(&context, &mut ImageState(&image))
+        .now_or_never()
+        .ok_or_else(|| anyhow::anyhow!("the snapshot did not complete at once"))?
+        .map_err(|e| anyhow::anyhow!("{e:#}"))
+}
+
+/// An instance's captured state as wizer reads it: its exported mutable globals (wizer's
+/// `__wizer_global_N` among them) and its one memory.
+struct ImageState<'a>(&'a InstanceImage);
+
+impl InstanceState for ImageState<'_> {
+    fn global_get(
+        &mut self,
+        name: &str,
+        _type: ValType,
+    ) -> impl Future<Output = SnapshotVal> + Send {
+        let value = self
+            .0
+            .globals
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| *v);
+        // The backend read every exported mutable global; one it could not read keeps zero.
+        std::future::ready(match value {
+            Some(GlobalValue::I32(v)) => SnapshotVal::I32(v),
+            Some(GlobalValue::I64(v)) => SnapshotVal::I64(v),
+            Some(GlobalValue::F32(bits)) => SnapshotVal::F32(bits),
+            Some(GlobalValue::F64(bits)) => SnapshotVal::F64(bits),
+            None => SnapshotVal::I32(0),
+        })
+    }
+
+    fn memory_contents(
+        &mut self,
+        _name: &str,
+        contents: impl FnOnce(&[u8]) + Send,
+    ) -> impl Future<Output = ()> + Send {
+        contents(&self.0.memory);
+        std::future::ready(())
+    }
 }
