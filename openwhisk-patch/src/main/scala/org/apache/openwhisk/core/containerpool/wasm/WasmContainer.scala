@@ -119,7 +119,13 @@ class WasmContainer(protected val id: ContainerId,
       case Right(described) =>
         val limits = InitLimits(memory.toMB, timeout, maxConcurrent, described.map(_.logsMb))
         val value =
-          InitBody.enrich(initializer, described.map(_.namespace), described.map(_.annotations), limits, baseEnv)
+          InitBody.enrich(
+            initializer,
+            described.map(_.namespace),
+            described.map(_.annotations),
+            limits,
+            baseEnv,
+            described.map(_.kind))
         super.initialize(value, timeout, maxConcurrent, entity).recoverWith {
           case WasmExecutorUnreachable(message) => failed(message)
         }
@@ -137,17 +143,17 @@ class WasmContainer(protected val id: ContainerId,
    */
   private def describeAction(initializer: JsObject, entity: Option[WhiskAction])(
     implicit transid: TransactionId): Future[Either[String, Option[WasmContainer.Described]]] = {
-    def described(annotations: Parameters, logs: LogLimit, namespace: EntityPath) =
-      WasmContainer.Described(annotations.toJsObject, logs.megabytes.toLong, namespace.root.asString)
+    def described(annotations: Parameters, logs: LogLimit, namespace: EntityPath, kind: String) =
+      WasmContainer.Described(annotations.toJsObject, logs.megabytes.toLong, namespace.root.asString, kind)
     val passed = entity
-      .map(e => described(e.annotations, e.limits.logs, e.namespace))
-      .orElse(createdFor.map(a => described(a.annotations, a.limits.logs, a.namespace)))
+      .map(e => described(e.annotations, e.limits.logs, e.namespace, e.exec.kind))
+      .orElse(createdFor.map(a => described(a.annotations, a.limits.logs, a.namespace, a.exec.kind)))
     (passed, WasmContainer.actionName(initializer)) match {
       case (Some(known), _) => Future.successful(Right(Some(known)))
       case (None, None)     => Future.successful(Right(None))
       case (None, Some(name)) =>
         lookupAction(name, transid)
-          .map(action => Right(Some(described(action.annotations, action.limits.logs, name.path))))
+          .map(action => Right(Some(described(action.annotations, action.limits.logs, name.path, action.exec.kind))))
           .recover {
             case NonFatal(t) =>
               logging.error(this, s"could not look up action $name for its annotations and log limit: $t")
@@ -246,8 +252,9 @@ object WasmContainer {
    * @param annotations all of the action's annotations (InitBody forwards only the executor's)
    * @param logsMb      the action's log limit in MB
    * @param namespace   the action's root namespace (`alice` for `/alice/pkg/hello`)
+   * @param kind        the action's kind (`nodejs:*` is JavaScript for the executor's engine)
    */
-  final case class Described(annotations: JsObject, logsMb: Long, namespace: String)
+  final case class Described(annotations: JsObject, logsMb: Long, namespace: String, kind: String)
 
   /** The action an init's environment names (`__OW_ACTION_NAME`, fully qualified), if any. */
   def actionName(initializer: JsObject): Option[FullyQualifiedEntityName] =

@@ -72,15 +72,19 @@ object InitBody {
    *    operator's policy;
    *  - `limits`: see [[InitLimits]];
    *  - `env`: `baseEnv` (what a Docker runtime would have in its process environment, such as
-   *    `__OW_API_HOST`) underneath the action's own variables, which win on a clash.
-   * A namespace, annotations or limits already in the initializer are replaced (or removed), so
-   * nothing upstream of this call can set them.
+   *    `__OW_API_HOST`) underneath the action's own variables, which win on a clash;
+   *  - `kind`: the action's kind (`wasm:0.1`, `nodejs:20`, …): the executor runs `nodejs:*`
+   *    code on its JavaScript engine and anything else it knows as a WebAssembly module
+   *    (omitted when `None`).
+   * A namespace, annotations, limits or kind already in the initializer are replaced (or
+   * removed), so nothing upstream of this call can set them.
    */
   def enrich(initializer: JsObject,
              namespace: Option[String],
              annotations: Option[JsObject],
              limits: InitLimits,
-             baseEnv: Map[String, String] = Map.empty): JsObject = {
+             baseEnv: Map[String, String] = Map.empty,
+             kind: Option[String] = None): JsObject = {
     val actionEnv = initializer.fields.get("env") match {
       case Some(JsObject(env)) => env
       case _                   => Map.empty[String, JsValue]
@@ -94,9 +98,10 @@ object InitBody {
       .map(a => "annotations" -> a)
       .toMap
     val withLimits = if (limits.toJson.fields.nonEmpty) Map("limits" -> limits.toJson) else Map.empty
+    val withKind = kind.map(k => "kind" -> JsString(k)).toMap
     JsObject(
-      initializer.fields -- Seq("env", "namespace", "annotations", "limits") ++ withEnv ++ withNamespace ++
-        withAnnotations ++ withLimits)
+      initializer.fields -- Seq("env", "namespace", "annotations", "limits", "kind") ++ withEnv ++ withNamespace ++
+        withAnnotations ++ withLimits ++ withKind)
   }
 }
 

@@ -66,6 +66,13 @@ class ProtocolSpec extends AnyFlatSpec with Matchers {
       JsObject("name" -> JsString("x"), "limits" -> JsObject("timeout" -> JsNumber(100)))
   }
 
+  it should "pass the action's kind, written over one already in the initializer" in {
+    val forged = JsObject(initializer.fields + ("kind" -> JsString("wasm:0.1")))
+    InitBody.enrich(forged, None, None, InitLimits(), kind = Some("nodejs:20")).fields("kind") shouldBe
+      JsString("nodejs:20")
+    InitBody.enrich(forged, None, None, InitLimits()).fields should not contain key("kind")
+  }
+
   it should "write the invoker's namespace over one already in the initializer" in {
     val forged = JsObject(initializer.fields + ("namespace" -> JsString("bob")))
     val value = InitBody.enrich(forged, Some("alice"), None, InitLimits())
