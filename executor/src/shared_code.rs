@@ -30,10 +30,16 @@ struct IndexEntry<T> {
     upload: Weak<Upload<T>>,
 }
 
+/// The maps of the index: code sent with `binary: false`, other code, engine init documents.
+const TEXT: usize = 0;
+const ENCODED: usize = 1;
+const ENGINE_DOCUMENTS: usize = 2;
+const MAPS: usize = 3;
+
 struct Index<T> {
     hasher: FixedState,
     /// `[as sent with binary: false, otherwise, engine init documents]`.
-    maps: Mutex<[ByText<T>; 3]>,
+    maps: Mutex<[ByText<T>; MAPS]>,
 }
 
 /// One upload's code text and, once loaded, its module (or why it does not load). Containers
@@ -49,7 +55,7 @@ pub struct Upload<T> {
 }
 
 impl<T> Index<T> {
-    fn maps(&self) -> MutexGuard<'_, [ByText<T>; 3]> {
+    fn maps(&self) -> MutexGuard<'_, [ByText<T>; MAPS]> {
         self.maps.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -61,7 +67,7 @@ impl<T> SharedCode<T> {
         SharedCode {
             index: Arc::new(Index {
                 hasher: FixedState::with_seed(seed),
-                maps: Mutex::new([HashTable::new(), HashTable::new(), HashTable::new()]),
+                maps: Mutex::new(std::array::from_fn(|_| HashTable::new())),
             }),
         }
     }
@@ -69,7 +75,7 @@ impl<T> SharedCode<T> {
     /// The upload of this code text: the one a live container holds, else a new one, not yet
     /// loaded, which keeps the text where it lies in `body` (the /init's body) when it does.
     pub fn upload(&self, text: &str, body: &Bytes, binary: Option<bool>) -> Arc<Upload<T>> {
-        let map = usize::from(binary != Some(false));
+        let map = if binary == Some(false) { TEXT } else { ENCODED };
         self.upload_in(map, text, || held_text(text, body))
     }
 
@@ -79,7 +85,7 @@ impl<T> SharedCode<T> {
         let held = text.clone();
         // The text was built from a String: it is UTF-8.
         let text = std::str::from_utf8(&text).unwrap_or_default();
-        self.upload_in(2, text, || held)
+        self.upload_in(ENGINE_DOCUMENTS, text, || held)
     }
 
     fn upload_in(&self, map: usize, text: &str, held: impl FnOnce() -> Bytes) -> Arc<Upload<T>> {
@@ -149,7 +155,7 @@ fn held_text(text: &str, body: &Bytes) -> Bytes {
 impl<T> Upload<T> {
     /// Whether `binary: false` came with the text.
     pub fn binary(&self) -> Option<bool> {
-        (self.map == 0).then_some(false)
+        (self.map == TEXT).then_some(false)
     }
 
     /// The module, when an earlier /init loaded it.
