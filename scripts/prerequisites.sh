@@ -9,7 +9,8 @@
 #   guests  building the example actions for wasm32-wasip1: Debian's rustc-web, cargo-web and
 #           rust-web-src (the wasm32 standard library is built from source; not needed when
 #           rustup has the wasm32-wasip1 target), wasi-libc, lld-19, clang-19 and its wasm32
-#           runtime library, llvm-19 (llvm-ar for the JavaScript engine's C sources)
+#           runtime library, llvm-19 (llvm-ar for the JavaScript engine's C sources), curl and
+#           python3 (3.11: the Python engine's download and its frozen standard library)
 #   wasmer  the wasmer build: LLVM 22 (llvm-22-dev, libpolly-22-dev and what they link)
 #   wamr    the WAMR build: cmake, libclang-dev (bindgen), libsimde-dev, llvm-19-dev, and
 #           qemu-user-static (its tests run the executor on an emulated older CPU)
@@ -69,7 +70,7 @@ if want guests; then
     if ! { command -v rustup >/dev/null 2>&1 && rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip1; }; then
         packages+=(rustc-web cargo-web rust-web-src)
     fi
-    packages+=(wasi-libc lld-19 clang-19 libclang-rt-19-dev-wasm32 llvm-19)
+    packages+=(wasi-libc lld-19 clang-19 libclang-rt-19-dev-wasm32 llvm-19 curl python3)
 fi
 if want wasmer; then
     # libzstd-dev, libz3-dev, libxml2-dev, libffi-dev and zlib1g-dev are what LLVM's static

@@ -144,8 +144,8 @@ step "Docker baseline: the action proxy's vet and tests"
 
 timed "evaluation (quick mode): every backend against the Docker baseline, JMeter plans" \
     eval/evaluate.sh --quick
-timed "JavaScript on the executor (quick mode): cold and warm, source and snapshot, memory" \
-    python3 eval/javascript.py --backends wasmtime --rounds 3 --containers 10 --out target/eval-quick/javascript
+timed "JavaScript and Python on the executor (quick mode): cold and warm, source and snapshot, memory" \
+    python3 eval/engines.py --backends wasmtime --rounds 3 --containers 10 --out target/eval-quick/engines
 
 # Last, so that the background build has had every idle moment of the steps above.
 timed "ARM builds (aarch64: wasmtime, WAMR): the rest of the background build" \

@@ -86,7 +86,7 @@ for ((i = 0; i < ${#args[@]}; i++)); do
     fi
     case "$flag" in
     --state-dir | --cache-dir | --dir-root) dirs+=("$(abs "$value")") ;;
-    --auth-token-file | --trusted-key | --js-engine) files+=("$(abs "$value")") ;;
+    --auth-token-file | --trusted-key | --js-engine | --python-engine) files+=("$(abs "$value")") ;;
     --listen) [[ "$value" != unix:* ]] || dirs+=("$(dirname "$(abs "${value#unix:}")")") ;;
     esac
 done

@@ -147,11 +147,17 @@ pub struct Config {
     pub max_module_mb: usize,
 
     /// The JavaScript engine (`quickjs.wasm`, built by `actions/build.sh quickjs`): with it,
-    /// /init accepts `kind: nodejs:*` actions as source text or zips. Loaded at the first such
-    /// /init; each action's code is then evaluated once and its snapshot shared by its
+    /// /init accepts `kind: nodejs:*` actions as source text or zips. Loaded in the background as the
+    /// executor starts; each action's code is then evaluated once and its snapshot shared by its
     /// containers.
     #[arg(long, env = "WASM_EXECUTOR_JS_ENGINE")]
     pub js_engine: Option<PathBuf>,
+
+    /// The Python engine (`python.wasm`, built by `actions/build.sh python`): with it, /init
+    /// accepts `kind: python:*` actions as source text or zips, loaded and shared as the
+    /// JavaScript engine's are.
+    #[arg(long, env = "WASM_EXECUTOR_PYTHON_ENGINE")]
+    pub python_engine: Option<PathBuf>,
 
     /// Longest an /init may take to decode, verify and prepare (compile) its module (ms); past
     /// it the /init fails (the compiler thread finishes in the background and its result is

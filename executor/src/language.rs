@@ -1,6 +1,7 @@
 //! Actions in a language the executor runs on an engine that is itself a Wasm module
-//! (JavaScript on QuickJS-NG, `actions/quickjs`): which kinds they are, the engine loaded once
-//! per executor, and each action's pre-initialisation into a snapshot.
+//! (JavaScript on QuickJS-NG, `actions/quickjs`; Python on CPython, `actions/python`): which
+//! kinds they are, each engine loaded once per executor, and each action's pre-initialisation
+//! into a snapshot.
 //!
 //! The engine's mutable globals are exported once (`export_globals.rs`) and it is compiled
 //! like any module. An action's /init evaluates its code in a fresh engine instance (the export
@@ -41,12 +42,13 @@ const QUOTED_STDERR_CHARS: usize = 2000;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Language {
     JavaScript,
+    Python,
 }
 
 impl Language {
     /// The language of an OpenWhisk kind: `nodejs` (any version), `javascript` or `js` is
-    /// JavaScript; no kind, `wasm:*` or `blackbox` is a WebAssembly module (`None`); any other
-    /// kind is refused by name.
+    /// JavaScript, `python` or `python3` (any version) Python; no kind, `wasm:*` or `blackbox`
+    /// is a WebAssembly module (`None`); any other kind is refused by name.
     pub fn of_kind(kind: Option<&str>) -> Result<Option<Language>, String> {
         let Some(kind) = kind.map(str::trim).filter(|k| !k.is_empty()) else {
             return Ok(None);
@@ -55,30 +57,41 @@ impl Language {
         match family.as_str() {
             "wasm" | "blackbox" => Ok(None),
             "nodejs" | "javascript" | "js" => Ok(Some(Language::JavaScript)),
+            "python" | "python3" => Ok(Some(Language::Python)),
             _ => Err(format!(
-                "this executor runs actions of kind wasm:* (WebAssembly modules) and nodejs:* (JavaScript), not {kind}"
+                "this executor runs actions of kind wasm:* (WebAssembly modules), nodejs:* (JavaScript) and python:* (Python), not {kind}"
             )),
         }
     }
 
+    pub const ALL: [Language; 2] = [Language::JavaScript, Language::Python];
+
     pub fn name(self) -> &'static str {
         match self {
             Language::JavaScript => "JavaScript",
+            Language::Python => "Python",
         }
     }
 
-    /// The executor's option naming the engine.
-    fn engine_option(self) -> &'static str {
+    /// The executor's option naming the engine, and the engine `actions/build.sh` builds.
+    fn engine_option(self) -> (&'static str, &'static str) {
         match self {
-            Language::JavaScript => "--js-engine",
+            Language::JavaScript => ("--js-engine", "actions/dist/quickjs.wasm"),
+            Language::Python => ("--python-engine", "actions/dist/python.wasm"),
         }
     }
 }
 
-/// What pre-initialisation gives the engine on stdin: the entry function's name, the
-/// action's environment at /init, and its sources.
-pub fn init_document(main: &str, env: &BTreeMap<String, String>, sources: Sources) -> String {
-    let mut document = serde_json::json!({ "main": main, "env": env });
+/// What pre-initialisation gives the engine on stdin: the language (so that documents, the
+/// key of shared snapshots, differ between engines), the entry function's name, the action's
+/// environment at /init, and its sources.
+pub fn init_document(
+    language: Language,
+    main: &str,
+    env: &BTreeMap<String, String>,
+    sources: Sources,
+) -> String {
+    let mut document = serde_json::json!({ "language": language.name(), "main": main, "env": env });
     match sources {
         Sources::Text(code) => document["code"] = code.into(),
         Sources::Files(files) => document["files"] = serde_json::json!(files),
@@ -93,18 +106,26 @@ pub struct Engine<C> {
     fresh: InstanceImage,
 }
 
-/// The engines this executor was given, each loaded at its first use.
+/// The engines this executor was given (by [`Language`], in the order of `Language::ALL`),
+/// each loaded at its first use.
 pub struct Engines<C> {
-    javascript: Option<PathBuf>,
-    loaded: OnceLock<Result<Arc<Engine<C>>, ServiceError>>,
+    paths: [Option<PathBuf>; 2],
+    loaded: [OnceLock<Result<Arc<Engine<C>>, ServiceError>>; 2],
 }
 
 impl<C> Engines<C> {
-    pub fn new(javascript: Option<PathBuf>) -> Self {
+    pub fn new(javascript: Option<PathBuf>, python: Option<PathBuf>) -> Self {
         Engines {
-            javascript,
-            loaded: OnceLock::new(),
+            paths: [javascript, python],
+            loaded: [OnceLock::new(), OnceLock::new()],
         }
+    }
+
+    /// The languages whose engine this executor was given.
+    pub fn configured(&self) -> impl Iterator<Item = Language> + '_ {
+        Language::ALL
+            .into_iter()
+            .filter(|language| self.paths[*language as usize].is_some())
     }
 }
 
@@ -165,15 +186,14 @@ impl<C: Send + Sync + 'static> Engines<C> {
         max_memory_bytes: u64,
         deadline: Instant,
     ) -> Result<Arc<Engine<C>>, ServiceError> {
-        let Language::JavaScript = language;
-        let Some(path) = &self.javascript else {
+        let Some(path) = &self.paths[language as usize] else {
+            let (option, built) = language.engine_option();
             return Err(ServiceError::Internal(format!(
-                "this executor has no {} engine: its operator starts it with {} PATH (actions/dist/quickjs.wasm)",
+                "this executor has no {} engine: its operator starts it with {option} PATH ({built})",
                 language.name(),
-                language.engine_option()
             )));
         };
-        self.loaded
+        self.loaded[language as usize]
             .get_or_init(|| {
                 load_engine(backend, path, max_memory_bytes, deadline)
                     .map(Arc::new)
@@ -318,6 +338,13 @@ mod tests {
     fn kinds_name_their_language_or_are_refused_by_name() {
         assert_eq!(Language::of_kind(None), Ok(None));
         assert_eq!(Language::of_kind(Some("wasm:0.1")), Ok(None));
+        for kind in ["python:3", "python:3.11", "Python3", "python:default"] {
+            assert_eq!(
+                Language::of_kind(Some(kind)),
+                Ok(Some(Language::Python)),
+                "{kind}"
+            );
+        }
         for kind in [
             "nodejs:20",
             "nodejs",
@@ -338,14 +365,20 @@ mod tests {
     #[test]
     fn the_init_document_carries_main_env_and_sources() {
         let env = BTreeMap::from([("__OW_API_HOST".to_string(), "h".to_string())]);
-        let doc = init_document("run", &env, Sources::Text("function run(){}".into()));
+        let doc = init_document(
+            Language::JavaScript,
+            "run",
+            &env,
+            Sources::Text("function run(){}".into()),
+        );
         let parsed: serde_json::Value = serde_json::from_str(&doc).unwrap();
         assert_eq!(parsed["main"], "run");
         assert_eq!(parsed["env"]["__OW_API_HOST"], "h");
         assert_eq!(parsed["code"], "function run(){}");
         let files = BTreeMap::from([("index.js".to_string(), "x".to_string())]);
-        let doc = init_document("main", &env, Sources::Files(files));
+        let doc = init_document(Language::Python, "main", &env, Sources::Files(files));
         let parsed: serde_json::Value = serde_json::from_str(&doc).unwrap();
         assert_eq!(parsed["files"]["index.js"], "x");
+        assert_eq!(parsed["language"], "Python");
     }
 }

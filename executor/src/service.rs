@@ -147,7 +147,7 @@ impl<B: Backend> Executor<B> {
             pool,
             containers: Registry::default(),
             uploads: SharedCode::new(u64::from_le_bytes(random_bytes("the upload index")?)),
-            engines: Engines::new(config.js_engine.clone()),
+            engines: Engines::new(config.js_engine.clone(), config.python_engine.clone()),
             capabilities,
             log_budget: LogBudget::new(config.max_pending_log_mb << 20),
             config,
@@ -287,12 +287,12 @@ impl<B: Backend> Executor<B> {
 
         let upload = match language {
             None => self.uploads.upload(&code, body, binary),
-            Some(_) => {
+            Some(language) => {
                 let sources = sources::decode(&code, binary, self.config.max_module_mb << 20)
                     .map_err(|e| ServiceError::InitFailed(e.to_string()))?;
                 let main = main.as_deref().unwrap_or("main");
                 self.uploads
-                    .upload_document(language::init_document(main, &env, sources))
+                    .upload_document(language::init_document(language, main, &env, sources))
             }
         };
         let module = match upload.loaded() {
@@ -414,15 +414,14 @@ impl<B: Backend> Executor<B> {
     /// first action in a language does not wait for its engine to compile (an /init that
     /// arrives meanwhile waits for the load under way).
     pub fn preload_engines(self: &Arc<Self>) {
-        if self.config.js_engine.is_none() {
-            return;
+        for language in self.engines.configured() {
+            let executor = Arc::clone(self);
+            tokio::spawn(async move {
+                if let Err(error) = executor.engine(language).await {
+                    tracing::error!(%error, language = language.name(), "an engine does not load");
+                }
+            });
         }
-        let executor = Arc::clone(self);
-        tokio::spawn(async move {
-            if let Err(error) = executor.engine(Language::JavaScript).await {
-                tracing::error!(%error, "the JavaScript engine does not load");
-            }
-        });
     }
 
     /// The engine of `language`, loaded on the pool once per executor (compiled, or read from

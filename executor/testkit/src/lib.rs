@@ -638,6 +638,11 @@ pub fn js_engine() -> PathBuf {
     actions_dir().join("quickjs.wasm")
 }
 
+/// The Python engine built with the example actions.
+pub fn python_engine() -> PathBuf {
+    actions_dir().join("python.wasm")
+}
+
 /// An example action module built by `actions/build.sh`.
 pub fn action(name: &str) -> Vec<u8> {
     let path = actions_dir().join(format!("{name}.wasm"));

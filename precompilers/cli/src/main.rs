@@ -36,10 +36,11 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// Turn a JavaScript action (.js, or a zip of an npm package) into one portable module, the
+    /// Turn a JavaScript or Python action (.js or .py, or a zip) into one portable module, its
     /// engine pre-initialised with its code, for `compile`; run `wasm-precompile snapshot --help`.
     Snapshot {
-        /// INPUT.js|INPUT.zip --js-engine quickjs.wasm [--main NAME] [--env NAME=VALUE] [-o OUT.wasm].
+        /// INPUT.js|INPUT.py|INPUT.zip --js-engine quickjs.wasm | --python-engine python.wasm
+        /// [--main NAME] [--env NAME=VALUE] [-o OUT.wasm].
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },

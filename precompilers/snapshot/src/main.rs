@@ -1,7 +1,7 @@
-//! `wasm-precompile-snapshot`, run as `wasm-precompile snapshot`: a JavaScript action as one
-//! portable module. The executor's JavaScript engine evaluates the action's code exactly as an
-//! executor does at /init (on wasmtime), and wizer writes the state it reaches into the
-//! engine's data: the module runs the action with no engine on the executor, and
+//! `wasm-precompile-snapshot`, run as `wasm-precompile snapshot`: a JavaScript or Python action
+//! as one portable module. The executor's engine for its language evaluates the action's code
+//! exactly as an executor does at /init (on wasmtime), and wizer writes the state it reaches
+//! into the engine's data: the module runs the action with no engine on the executor, and
 //! `wasm-precompile compile` turns it into a signed artifact for any runtime and target.
 
 use std::{collections::BTreeMap, path::PathBuf, process::ExitCode, time::Duration};
@@ -14,7 +14,8 @@ use wasm_executor::{
         Backend, BackendSettings,
         snapshot::{GlobalValue, InstanceImage},
     },
-    host_io, language,
+    host_io,
+    language::{self, Language},
 };
 use wasm_executor_decode::sources::{self, Sources};
 use wasm_executor_wasmtime::WasmtimeBackend;
@@ -26,17 +27,24 @@ const MAX_SOURCE_BYTES: usize = 32 << 20;
 const MAX_MEMORY_BYTES: u64 = 2 << 30;
 const INIT_LIMIT: Duration = Duration::from_secs(120);
 
-/// Pre-initialise a JavaScript action into one portable module.
+/// Pre-initialise a JavaScript or Python action into one portable module.
 #[derive(Debug, Parser)]
 #[command(name = "wasm-precompile snapshot", version)]
+#[command(group(clap::ArgGroup::new("engine").required(true).args(["js_engine", "python_engine"])))]
 struct Args {
-    /// The action: a .js file, or a .zip of an npm package (package.json's `main` or index.js
-    /// at its top, dependencies bundled in node_modules).
+    /// The action: a .js file or a .zip of an npm package (package.json's `main` or index.js
+    /// at its top, dependencies bundled in node_modules), with --js-engine; a .py file or a
+    /// .zip with __main__.py at its top (packages beside it or in virtualenv/), with
+    /// --python-engine.
     input: PathBuf,
 
     /// The JavaScript engine, as given to the executor (actions/dist/quickjs.wasm).
-    #[arg(long, env = "WASM_EXECUTOR_JS_ENGINE")]
-    js_engine: PathBuf,
+    #[arg(long)]
+    js_engine: Option<PathBuf>,
+
+    /// The Python engine, as given to the executor (actions/dist/python.wasm).
+    #[arg(long)]
+    python_engine: Option<PathBuf>,
 
     /// The function the action exports or defines (`wsk action create --main`).
     #[arg(long, default_value = "main")]
@@ -82,16 +90,23 @@ fn run(args: Args) -> anyhow::Result<()> {
             );
         }
         Sources::Text(String::from_utf8(input).with_context(|| {
-            format!(
-                "{} is neither a zip nor UTF-8 JavaScript",
-                args.input.display()
-            )
+            format!("{} is neither a zip nor UTF-8 source", args.input.display())
         })?)
     };
+    let (language, engine_path) = match (args.js_engine, args.python_engine) {
+        (Some(path), _) => (Language::JavaScript, path),
+        (None, Some(path)) => (Language::Python, path),
+        (None, None) => unreachable!("clap requires one engine"),
+    };
     let env: BTreeMap<String, String> = args.env.into_iter().collect();
-    let document = language::init_document(&args.main, &env, sources);
-    let engine = std::fs::read(&args.js_engine)
-        .with_context(|| format!("reading the JavaScript engine {}", args.js_engine.display()))?;
+    let document = language::init_document(language, &args.main, &env, sources);
+    let engine = std::fs::read(&engine_path).with_context(|| {
+        format!(
+            "reading the {} engine {}",
+            language.name(),
+            engine_path.display()
+        )
+    })?;
 
     // The engine's compiled code is needed once here: a private cache of this run's own.
     let cache_dir =

@@ -12,6 +12,7 @@ mod isolation;
 mod javascript;
 mod limits;
 mod observability;
+mod python;
 mod runtime_contract;
 mod sharing;
 mod toolchains;

@@ -252,7 +252,7 @@ object WasmContainer {
    * @param annotations all of the action's annotations (InitBody forwards only the executor's)
    * @param logsMb      the action's log limit in MB
    * @param namespace   the action's root namespace (`alice` for `/alice/pkg/hello`)
-   * @param kind        the action's kind (`nodejs:*` is JavaScript for the executor's engine)
+   * @param kind        the action's kind (`nodejs:*` and `python:*` run on the executor's engines)
    */
   final case class Described(annotations: JsObject, logsMb: Long, namespace: String, kind: String)
 

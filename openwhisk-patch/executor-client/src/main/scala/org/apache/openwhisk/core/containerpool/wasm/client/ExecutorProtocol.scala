@@ -73,8 +73,8 @@ object InitBody {
    *  - `limits`: see [[InitLimits]];
    *  - `env`: `baseEnv` (what a Docker runtime would have in its process environment, such as
    *    `__OW_API_HOST`) underneath the action's own variables, which win on a clash;
-   *  - `kind`: the action's kind (`wasm:0.1`, `nodejs:20`, …): the executor runs `nodejs:*`
-   *    code on its JavaScript engine and anything else it knows as a WebAssembly module
+   *  - `kind`: the action's kind (`wasm:0.1`, `nodejs:20`, `python:3`, …): the executor runs
+   *    `nodejs:*` and `python:*` code on its engines and anything else it knows as a WebAssembly module
    *    (omitted when `None`).
    * A namespace, annotations, limits or kind already in the initializer are replaced (or
    * removed), so nothing upstream of this call can set them.

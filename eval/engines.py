@@ -1,27 +1,28 @@
 #!/usr/bin/env python3
-"""JavaScript actions on the executor, side by side with a Rust action in one run.
+"""JavaScript and Python actions on the executor, side by side with a Rust action in one run.
 
-For each backend: an executor with --js-engine (its engine loaded before anything is timed)
-and, interleaved round by round so that the machine's noise falls on every row alike:
+For each backend: an executor with --js-engine and --python-engine (its engines loaded before
+anything is timed) and, for each language (js, py), interleaved round by round so that the
+machine's noise falls on every row alike:
 
-  js-source     /init of JavaScript source never seen before, then its first /run
-  js-snapshot   /init of the same action pre-initialised ahead of time (wasm-precompile
+  L-source      /init of source never seen before, then its first /run
+  L-snapshot    /init of the same action pre-initialised ahead of time (wasm-precompile
                 snapshot, compiled for the backend), first container of that artifact, then
                 its first /run
-  js-next       /init of another container of an action already loaded, then its first /run
+  L-next        /init of another container of an action already loaded, then its first /run
   rust-next     the same for the Rust action `echo` (portable Wasm, already loaded)
-  js-warm       a /run of a warm JavaScript container
+  L-warm        a /run of a warm container of the action
   rust-warm     a /run of a warm `echo` container
 
 and the memory each warm container adds (RSS of the executor after N containers of one
-action, less before, over N), for the JavaScript action and for `echo`. Times are the client's
-on loopback (an upper bound of the executor's). Writes results.json and summary.md.
+action, less before, over N), for each language's action and for `echo`. Times are the
+client's on loopback (an upper bound of the executor's). Writes results.json and summary.md.
 
-  eval/javascript.py [--backends wasmtime,wasmer,wamr] [--rounds 30] [--containers 100]
-                     [--out eval/results/javascript]
+  eval/engines.py [--backends wasmtime,wasmer,wamr] [--languages js,py] [--rounds 30]
+                  [--containers 100] [--out eval/results/engines]
 
 Needs target/release/wasm-executor-<backend>, wasm-precompile (with wasm-precompile-snapshot and
-the backend's precompiler) and actions/dist/{quickjs,echo}.wasm.
+the backend's precompiler) and actions/dist/{quickjs,python,echo}.wasm.
 """
 import argparse
 import base64
@@ -42,14 +43,32 @@ import zipfile
 REPO = pathlib.Path(__file__).resolve().parent.parent
 BIN = REPO / "target" / "release"
 DIST = REPO / "actions" / "dist"
-ACTION = """
+# The same small action in each language: a greeting and a table built at the top level.
+LANGUAGES = {
+    "js": {
+        "kind": "nodejs:20", "engine": "quickjs.wasm", "flag": "--js-engine", "suffix": ".js",
+        "comment": "//",
+        "source": """
 const greetings = { en: 'Hello', de: 'Hallo', fr: 'Bonjour' };
 const table = Array.from({ length: 200 }, (_, i) => ({ i, square: i * i }));
 function main(params) {
     const name = params.name || 'stranger';
     return { greeting: `${greetings[params.lang] || greetings.en}, ${name}!`, rows: table.length };
 }
-"""
+""",
+    },
+    "py": {
+        "kind": "python:3", "engine": "python.wasm", "flag": "--python-engine", "suffix": ".py",
+        "comment": "#",
+        "source": """
+GREETINGS = {"en": "Hello", "de": "Hallo", "fr": "Bonjour"}
+TABLE = [{"i": i, "square": i * i} for i in range(200)]
+def main(params):
+    name = params.get("name", "stranger")
+    return {"greeting": f"{GREETINGS.get(params.get('lang'), 'Hello')}, {name}!", "rows": len(TABLE)}
+""",
+    },
+}
 
 
 def free_port():
@@ -66,7 +85,7 @@ class Executor:
         self.process = subprocess.Popen(
             [str(BIN / f"wasm-executor-{backend}"), "--listen", f"127.0.0.1:{self.port}",
              "--state-dir", str(self.state), "--js-engine", str(DIST / "quickjs.wasm"),
-             "--allow-unsigned-artifacts", "--max-containers", "100000"],
+             "--python-engine", str(DIST / "python.wasm"), "--allow-unsigned-artifacts", "--max-containers", "100000"],
             stdout=subprocess.DEVNULL, stderr=self.log, env={**os.environ, "RUST_LOG": "warn"})
         self.conn = None
         for _ in range(600):
@@ -117,15 +136,16 @@ def cold(ex, cid, value, params):
     return init_ms + run_ms
 
 
-def artifact_for(backend, work):
+def artifact_for(backend, language, work):
     """The action pre-initialised ahead of time and compiled for `backend`, zipped."""
-    source = pathlib.Path(work) / "action.js"
-    source.write_text(ACTION)
-    module = pathlib.Path(work) / "action.wasm"
-    subprocess.run([str(BIN / "wasm-precompile"), "snapshot", str(source), "--js-engine",
-                    str(DIST / "quickjs.wasm"), "-o", str(module)], check=True,
+    spec = LANGUAGES[language]
+    source = pathlib.Path(work) / f"action{spec['suffix']}"
+    source.write_text(spec["source"])
+    module = pathlib.Path(work) / f"action-{language}.wasm"
+    subprocess.run([str(BIN / "wasm-precompile"), "snapshot", str(source), spec["flag"],
+                    str(DIST / spec["engine"]), "-o", str(module)], check=True,
                    stdout=subprocess.DEVNULL)
-    out = pathlib.Path(work) / f"action-{backend}.zip"
+    out = pathlib.Path(work) / f"action-{language}-{backend}.zip"
     subprocess.run([str(BIN / "wasm-precompile"), "compile", "--runtime", backend, "--",
                     str(module), "--zip", "-o", str(out)], check=True, stdout=subprocess.DEVNULL)
     return out.read_bytes()
@@ -147,34 +167,43 @@ def summary(samples):
             "p10_ms": ordered[len(ordered) // 10], "p90_ms": ordered[(len(ordered) * 9) // 10]}
 
 
-def measure(backend, rounds, containers, work):
-    artifact = artifact_for(backend, work)
+def measure(backend, languages, rounds, containers, work):
+    artifacts = {lang: artifact_for(backend, lang, work) for lang in languages}
     echo = base64.b64encode((DIST / "echo.wasm").read_bytes()).decode()
-    js = {"kind": "nodejs:20", "binary": False, "code": ACTION}
+    actions = {lang: {"kind": LANGUAGES[lang]["kind"], "binary": False,
+                      "code": LANGUAGES[lang]["source"]} for lang in languages}
     ex = Executor(backend, work)
     try:
-        # The engine is loaded (and each action's first container made) before timing.
-        cold(ex, "warm-js", js, {"name": "Ada"})
+        # The engines are loaded (and each action's first container made) before timing.
+        for lang, value in actions.items():
+            cold(ex, f"warm-{lang}", value, {"name": "Ada"})
         cold(ex, "warm-echo", {"binary": True, "code": echo}, {"x": 1})
-        samples = {k: [] for k in ["js-source", "js-snapshot", "js-next", "rust-next",
-                                   "js-warm", "rust-warm"]}
+        rows = [f"{lang}-{row}" for lang in languages for row in ("source", "snapshot", "next")]
+        rows += ["rust-next"] + [f"{lang}-warm" for lang in languages] + ["rust-warm"]
+        samples = {k: [] for k in rows}
         for r in range(rounds):
-            unique = dict(js, code=f"// round {r}\n{ACTION}")
-            samples["js-source"].append(cold(ex, f"src{r}", unique, {"name": "Ada"}))
-            # The artifact in a zip of other bytes each round: an upload never seen before.
-            snapshot = {"kind": "wasm:0.1", "binary": True, "code": marked(artifact, str(r))}
-            samples["js-snapshot"].append(cold(ex, f"snap{r}", snapshot, {"name": "Ada"}))
-            samples["js-next"].append(cold(ex, f"next{r}", js, {"name": "Ada"}))
+            made = []
+            for lang, value in actions.items():
+                comment = LANGUAGES[lang]["comment"]
+                unique = dict(value, code=f"{comment} round {r}\n{value['code']}")
+                samples[f"{lang}-source"].append(cold(ex, f"src-{lang}{r}", unique, {"name": "Ada"}))
+                # The artifact in a zip of other bytes each round: an upload never seen before.
+                snapshot = {"kind": "wasm:0.1", "binary": True,
+                            "code": marked(artifacts[lang], str(r))}
+                samples[f"{lang}-snapshot"].append(cold(ex, f"snap-{lang}{r}", snapshot, {"name": "Ada"}))
+                samples[f"{lang}-next"].append(cold(ex, f"next-{lang}{r}", value, {"name": "Ada"}))
+                made += [f"src-{lang}{r}", f"snap-{lang}{r}", f"next-{lang}{r}"]
             samples["rust-next"].append(cold(ex, f"echo{r}", {"binary": True, "code": echo}, {"x": r}))
-            for cid, key in [("warm-js", "js-warm"), ("warm-echo", "rust-warm")]:
+            warm = [(f"warm-{lang}", f"{lang}-warm") for lang in languages]
+            for cid, key in warm + [("warm-echo", "rust-warm")]:
                 status, text, ms = ex.timed("POST", f"/{cid}/run", {"value": {"name": "Ada"}})
                 expect(status, text, f"warm {cid}")
                 samples[key].append(ms)
-            for cid in [f"src{r}", f"snap{r}", f"next{r}", f"echo{r}"]:
+            for cid in made + [f"echo{r}"]:
                 ex.request("POST", f"/{cid}/destroy")
         results = {k: summary(v) for k, v in samples.items()}
         memory = {}
-        for name, value in [("js", js), ("rust", {"binary": True, "code": echo})]:
+        for name, value in list(actions.items()) + [("rust", {"binary": True, "code": echo})]:
             before = ex.rss_kib()
             for i in range(containers):
                 status, text = ex.request("POST", f"/mem-{name}-{i}/init", {"value": value})
@@ -194,19 +223,21 @@ def measure(backend, rounds, containers, work):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--backends", default="wasmtime")
+    parser.add_argument("--languages", default="js,py")
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--containers", type=int, default=100)
-    parser.add_argument("--out", default=str(REPO / "eval" / "results" / "javascript"))
+    parser.add_argument("--out", default=str(REPO / "eval" / "results" / "engines"))
     args = parser.parse_args()
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    work = tempfile.mkdtemp(prefix="eval-javascript-")
+    work = tempfile.mkdtemp(prefix="eval-engines-")
     try:
         results = {"machine": {"load_avg": os.getloadavg(), "cpus": os.cpu_count()},
                    "rounds": args.rounds, "backends": {}}
         for backend in args.backends.split(","):
             print(f"== {backend}", file=sys.stderr)
-            results["backends"][backend] = measure(backend, args.rounds, args.containers, work)
+            results["backends"][backend] = measure(backend, args.languages.split(","), args.rounds,
+                                                   args.containers, work)
         results["machine"]["load_avg_after"] = os.getloadavg()
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -1,0 +1,404 @@
+//! Actions in Python (`kind: python:*`) on the executor's engine: OpenWhisk's python action
+//! contract as its own runtime's tests check it (results, errors with tracebacks, logs, the
+//! environment, zips with `__main__.py`, their packages and `virtualenv/`), each action loaded
+//! once into a snapshot that every activation starts from, and refusals at /init that say why.
+
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use crate::harness::{Executor, ScratchDir, artifacts_only, b64, build_dir, python_engine, zip_of};
+
+/// A python action's /init value for `source` (text, as `wsk action create x.py` sends it).
+fn py(source: &str) -> Value {
+    json!({ "kind": "python:3", "code": source, "binary": false, "main": "main" })
+}
+
+fn py_zip(entries: &[(&str, &[u8])]) -> Value {
+    json!({ "kind": "python:3", "code": b64(&zip_of(entries)), "binary": true, "main": "main" })
+}
+
+/// An executor for Python actions, or `None` after checking that a build which runs
+/// precompiled artifacts only refuses them as the operator's problem, saying why.
+fn py_executor(extra: &[&str]) -> Option<Executor> {
+    let engine = python_engine();
+    let engine = engine.to_str().expect("a UTF-8 path");
+    let ex = Executor::start_with(&[&["--python-engine", engine], extra].concat());
+    if !artifacts_only() {
+        return Some(ex);
+    }
+    let r = ex.init("py", py("def main(args):\n    return {}\n"));
+    assert_eq!(r.status, 500, "{}", r.text());
+    assert!(r.error().contains("Python engine"), "{}", r.error());
+    None
+}
+
+/// (stream, line) of a container's logs, without the activations' end markers.
+fn log_lines(ex: &Executor, id: &str) -> Vec<(String, String)> {
+    ex.logs(id)
+        .iter()
+        .map(|l| {
+            (
+                l["stream"].as_str().unwrap().to_owned(),
+                l["log"].as_str().unwrap().trim_end().to_owned(),
+            )
+        })
+        .filter(|(_, line)| !line.contains("XXX_THE_END_OF_A_WHISK_ACTIVATION_XXX"))
+        .collect()
+}
+
+#[test]
+fn python_results_errors_and_zips_follow_openwhisk_python_contract() {
+    let Some(ex) = py_executor(&[]) else { return };
+    let cases: &[(&str, &str, u16, Value)] = &[
+        (
+            "object",
+            "def main(args):\n    return {'got': args['x']}\n",
+            200,
+            json!({"got": 1}),
+        ),
+        (
+            "array",
+            "def main(args):\n    return ['a', 'b']\n",
+            200,
+            json!(["a", "b"]),
+        ),
+        (
+            "app_error",
+            "def main(args):\n    return {'error': 'sorry'}\n",
+            200,
+            json!({"error": "sorry"}),
+        ),
+        (
+            "raised",
+            "def main(args):\n    return {'x': 1 / 0}\n",
+            200,
+            json!({"error": "division by zero"}),
+        ),
+        (
+            "unicode",
+            "def main(args):\n    s = '❄ ☃ ❄'\n    print(s)\n    return {'winter': s}\n",
+            200,
+            json!({"winter": "❄ ☃ ❄"}),
+        ),
+        (
+            "string",
+            "def main(args):\n    return 'a string'\n",
+            502,
+            json!({"error": "The action did not return a dictionary or array."}),
+        ),
+        (
+            "exit",
+            "import sys\ndef main(args):\n    sys.exit(1)\n",
+            502,
+            json!({"error": "command exited"}),
+        ),
+        (
+            "stdlib",
+            "import json, re, decimal, hashlib, base64, datetime, collections, dataclasses, \
+             urllib.parse, xml.etree.ElementTree, asyncio\n\
+             def main(args):\n    return {'sum': str(decimal.Decimal('1.1') + decimal.Decimal('2.2')), \
+             'sha': hashlib.sha256(b'x').hexdigest()[:8], \
+             'q': urllib.parse.quote('a b'), 'm': bool(re.match('a+', 'aaa'))}\n",
+            200,
+            json!({"sum": "3.3", "sha": "2d711642", "q": "a%20b", "m": true}),
+        ),
+    ];
+    for (id, source, _, _) in cases {
+        ex.init(id, py(source)).expect(200);
+    }
+    for (id, _, status, expected) in cases {
+        let r = ex.run(id, json!({"x": 1}));
+        assert_eq!(r.status, *status, "{id}: {}", r.text());
+        assert_eq!(r.json(), *expected, "{id}");
+    }
+    let logs = log_lines(&ex, "raised");
+    assert!(
+        logs.contains(&("stderr".into(), "Traceback (most recent call last):".into())),
+        "the traceback goes to the logs: {logs:?}"
+    );
+    assert!(
+        logs.iter()
+            .any(|(_, l)| l.contains("ZeroDivisionError: division by zero")),
+        "{logs:?}"
+    );
+    assert!(
+        log_lines(&ex, "unicode").contains(&("stdout".into(), "❄ ☃ ❄".into())),
+        "print() goes to stdout"
+    );
+
+    // A non-default entry point gets any JSON value as its argument, an array too.
+    let mut niam = py("def niam(args):\n    return {'echo': args}\n");
+    niam["main"] = json!("niam");
+    ex.init("niam", niam).expect(200);
+    assert_eq!(
+        ex.run("niam", json!(["a", "b"])).expect(200).json(),
+        json!({"echo": ["a", "b"]})
+    );
+    zips_import_their_modules_packages_and_virtualenv(&ex);
+}
+
+/// Zips: `__main__.py` at the top imports modules and packages beside it and the pure-Python
+/// packages of its `virtualenv/`, and reads its own files by relative path.
+fn zips_import_their_modules_packages_and_virtualenv(ex: &Executor) {
+    let site = "virtualenv/lib/python3.11/site-packages";
+    ex.init(
+        "zip",
+        py_zip(&[
+            (
+                "__main__.py",
+                b"from echo import shout\nfrom helpers.fmt import box\nimport greetlib\n\
+                  def main(args):\n    with open('data/workfile') as f:\n        data = f.read().strip()\n    \
+                  return {'shout': shout(args['name']), 'box': box('hi'), 'data': data, \
+                  'greet': greetlib.greet(args['name'])}\n",
+            ),
+            ("echo.py", b"def shout(s):\n    return s.upper()\n"),
+            ("helpers/__init__.py", b""),
+            ("helpers/fmt.py", b"def box(s):\n    return '[' + s + ']'\n"),
+            ("data/workfile", b"file contents\n"),
+            ("virtualenv/bin/activate_this.py", b"# activates the virtualenv\n"),
+            (
+                &format!("{site}/greetlib/__init__.py"),
+                b"def greet(n):\n    return 'hi ' + n\n",
+            ),
+        ]),
+    )
+    .expect(200);
+    assert_eq!(
+        ex.run("zip", json!({"name": "zed"})).expect(200).json(),
+        json!({"shout": "ZED", "box": "[hi]", "data": "file contents", "greet": "hi zed"})
+    );
+    for (id, value, text) in [
+        (
+            "no_main_py",
+            py_zip(&[("echo.py", b"def main(args):\n    return {}\n")]),
+            "Zip file does not include __main__.py",
+        ),
+        (
+            "bad_venv",
+            py_zip(&[
+                ("__main__.py", b"def main(args):\n    return {}\n"),
+                ("virtualenv/lib/python3.11/site-packages/x.py", b""),
+            ]),
+            "Invalid virtualenv",
+        ),
+    ] {
+        let r = ex.init(id, value);
+        assert_eq!(r.status, 502, "{id}: {}", r.text());
+        assert!(r.error().contains(text), "{id}: {}", r.error());
+    }
+}
+
+#[test]
+fn every_python_activation_starts_from_the_snapshot_with_its_own_environment() {
+    let Some(ex) = py_executor(&[]) else { return };
+    let source = "import os, random, sys\n\
+                  runs = 0\n\
+                  table = list(range(5000))\n\
+                  at_init = os.environ.get('SOME_VAR')\n\
+                  empty = os.environ.get('ANOTHER_VAR')\n\
+                  print('top level')\n\
+                  def main(args):\n    global runs\n    runs += 1\n    \
+                  print('hello', args['name'])\n    print('to stderr', file=sys.stderr)\n    \
+                  return {'runs': runs, 'size': len(table), 'at_init': at_init, 'empty': empty, \
+                  'activation': os.environ.get('__OW_ACTIVATION_ID'), \
+                  'api_host': os.environ.get('__OW_API_HOST'), \
+                  'random': random.random(), 'executable': sys.executable}\n";
+    let mut value = py(source);
+    value["env"] = json!({"SOME_VAR": "xyz", "ANOTHER_VAR": ""});
+    ex.init("a", value.clone()).expect(200);
+    let started = Instant::now();
+    ex.init("b", value).expect(200);
+    let second_init = started.elapsed();
+    assert_eq!(
+        ex.gauge("modules"),
+        1,
+        "two containers of one action share its snapshot"
+    );
+    let mut randoms = Vec::new();
+    for (i, id) in ["a", "a", "b"].iter().enumerate() {
+        let body = json!({"value": {"name": "Ada"}, "activation_id": format!("act{i}")});
+        let out = ex
+            .post(&format!("/{id}/run"), &body.to_string())
+            .expect(200)
+            .json();
+        assert_eq!(out["runs"], 1, "a fresh instance from the snapshot: {out}");
+        assert_eq!(out["size"], 5000);
+        assert_eq!(
+            out["at_init"], "xyz",
+            "the /init's environment reaches the top level"
+        );
+        assert_eq!(out["empty"], "");
+        assert_eq!(out["activation"], format!("act{i}"));
+        assert!(
+            out["api_host"].is_string(),
+            "the executor's __OW_API_HOST: {out}"
+        );
+        assert!(
+            out["executable"].as_str().unwrap().contains("python"),
+            "{out}"
+        );
+        randoms.push(out["random"].as_f64().unwrap());
+    }
+    randoms.dedup();
+    assert_eq!(
+        randoms.len(),
+        3,
+        "random is seeded per activation: {randoms:?}"
+    );
+    let logs = log_lines(&ex, "a");
+    assert!(
+        logs.contains(&("stdout".into(), "hello Ada".into())),
+        "{logs:?}"
+    );
+    assert!(
+        logs.contains(&("stderr".into(), "to stderr".into())),
+        "{logs:?}"
+    );
+    assert!(
+        !logs.iter().any(|(_, l)| l == "top level"),
+        "the top level ran once, at /init"
+    );
+    eprintln!("second /init of the same Python action: {second_init:?}");
+
+    // A runaway activation is stopped at its time limit and the container serves the next.
+    let mut spin = py(
+        "def main(args):\n    while args.get('spin'):\n        pass\n    return {'fine': True}\n",
+    );
+    spin["limits"] = json!({"timeout": 300});
+    ex.init("spin", spin).expect(200);
+    let started = Instant::now();
+    let r = ex.run("spin", json!({"spin": true}));
+    assert_eq!(r.status, 502, "{}", r.text());
+    assert!(r.error().contains("time limit"), "{}", r.error());
+    ex.assert_stopped_on_time(
+        started.elapsed(),
+        std::time::Duration::from_millis(300),
+        "spinning Python",
+    );
+    assert_eq!(
+        ex.run("spin", json!({})).expect(200).json(),
+        json!({"fine": true})
+    );
+}
+
+#[test]
+fn what_cannot_run_in_python_is_refused_at_init_with_the_reason() {
+    let Some(ex) = py_executor(&["--max-init-ms", "5000"]) else {
+        return;
+    };
+    let refusals: Vec<(&str, Value, &str)> = vec![
+        (
+            "syntax",
+            py("Invalid Python\ndef main(args) return {}\n"),
+            "SyntaxError",
+        ),
+        (
+            "import",
+            py("import iamnotsupported\ndef main(args):\n    return {}\n"),
+            "No module named 'iamnotsupported'",
+        ),
+        (
+            "unavailable",
+            py("import sqlite3\ndef main(args):\n    return {}\n"),
+            "without SQLite",
+        ),
+        (
+            "exit",
+            py("import sys\nsys.exit(1)\ndef main(args):\n    return {}\n"),
+            "exited during initialization",
+        ),
+        (
+            "no_main",
+            py("def other(args):\n    return {}\n"),
+            "no function 'main'",
+        ),
+        (
+            "kind",
+            json!({"kind": "python2:2.7", "code": "x", "binary": false}),
+            "python2:2.7",
+        ),
+        (
+            "native",
+            py_zip(&[
+                ("__main__.py", b"def main(args):\n    return {}\n"),
+                (
+                    "virtualenv/lib/python3.11/site-packages/fast.cpython-311-x86_64-linux-gnu.so",
+                    b"\x7fELF",
+                ),
+            ]),
+            "fast.cpython-311-x86_64-linux-gnu.so",
+        ),
+        (
+            "loop",
+            py("while True:\n    pass\n"),
+            "longer than this executor allows",
+        ),
+    ];
+    for (id, value, text) in refusals {
+        let r = ex.init(id, value);
+        assert_eq!(r.status, 502, "{id}: {}", r.text());
+        assert!(r.error().contains(text), "{id}: {}", r.error());
+    }
+    let mut entry = py("def main(args):\n    return {}\n");
+    entry["main"] = json!("os.system");
+    let r = ex.init("entry", entry);
+    assert_eq!(r.status, 502, "{}", r.text());
+    assert!(
+        r.error().contains("not a Python function name"),
+        "{}",
+        r.error()
+    );
+    let mut small = py("big = bytearray(64 << 20)\ndef main(args):\n    return {}\n");
+    small["limits"] = json!({"memory": 32});
+    let r = ex.init("small", small);
+    assert_eq!(r.status, 502, "{}", r.text());
+    // The executor goes on serving.
+    ex.init("fine", py("def main(args):\n    return {'ok': 1}\n"))
+        .expect(200);
+    assert_eq!(
+        ex.run("fine", json!({})).expect(200).json(),
+        json!({"ok": 1})
+    );
+}
+
+#[test]
+fn a_python_action_pre_initialised_ahead_of_time_runs_as_a_module_with_no_engine() {
+    let dir = ScratchDir::new("py-snapshot");
+    let source = dir.0.join("action.py");
+    std::fs::write(
+        &source,
+        "import os\n\
+         table = list(range(1000))\n\
+         mode = os.environ.get('MODE')\n\
+         def run(args):\n    return {'sum': sum(table), 'x': args['x'], 'mode': mode, \
+         'activation': os.environ.get('__OW_ACTIVATION_ID')}\n",
+    )
+    .unwrap();
+    let module = dir.0.join("action.wasm");
+    let made = std::process::Command::new(build_dir().join("wasm-precompile"))
+        .arg("snapshot")
+        .arg(&source)
+        .arg("--python-engine")
+        .arg(python_engine())
+        .args(["--main", "run", "--env", "MODE=snapshot", "-o"])
+        .arg(&module)
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let module = std::fs::read(&module).unwrap();
+    assert!(module.starts_with(b"\0asm"));
+
+    let ex = Executor::start();
+    ex.init_code("pre", &module, json!({})).expect(200);
+    let body = json!({"value": {"x": 7}, "activation_id": "a1"});
+    let out = ex.post("/pre/run", &body.to_string()).expect(200).json();
+    assert_eq!(
+        out,
+        json!({"sum": 499500, "x": 7, "mode": "snapshot", "activation": "a1"})
+    );
+}
