@@ -369,6 +369,43 @@ impl Executor {
             .collect()
     }
 
+    /// A container's log lines as (stream, text without its newline), without the
+    /// activations' end markers.
+    pub fn log_lines(&self, id: &str) -> Vec<(String, String)> {
+        self.logs(id)
+            .iter()
+            .map(|l| {
+                (
+                    l["stream"].as_str().unwrap_or_default().to_owned(),
+                    l["log"].as_str().unwrap_or_default().trim_end().to_owned(),
+                )
+            })
+            .filter(|(_, text)| text != "XXX_THE_END_OF_A_WHISK_ACTIVATION_XXX")
+            .collect()
+    }
+
+    /// An executor with a language engine (`option` PATH) for tests of actions in that
+    /// language, or `None` after checking that a build which runs precompiled artifacts only
+    /// refuses them (the /init `probe`) as the operator's problem, naming the engine's language.
+    pub fn with_engine(
+        option: &str,
+        engine: &Path,
+        extra: &[&str],
+        probe: Value,
+        language: &str,
+    ) -> Option<Executor> {
+        let engine = engine.to_str().expect("a UTF-8 path");
+        let ex = Executor::start_with(&[&[option, engine], extra].concat());
+        if !artifacts_only() {
+            return Some(ex);
+        }
+        let r = ex.init("probe", probe);
+        assert_eq!(r.status, 500, "{}", r.text());
+        let expected = format!("{language} engine");
+        assert!(r.error().contains(&expected), "{}", r.error());
+        None
+    }
+
     /// One HTTP/1.1 request on a fresh connection as the invoker sends it (JSON, this
     /// executor's Host, its token); every answer must carry Content-Length.
     pub fn try_request(
@@ -641,6 +678,23 @@ pub fn js_engine() -> PathBuf {
 /// The Python engine built with the example actions.
 pub fn python_engine() -> PathBuf {
     actions_dir().join("python.wasm")
+}
+
+/// `wasm-precompile snapshot SOURCE ENGINE_OPTION ENGINE ARGS…`: its exit and output.
+pub fn precompile_snapshot(
+    source: &Path,
+    engine_option: &str,
+    engine: &Path,
+    args: &[&str],
+) -> std::process::Output {
+    std::process::Command::new(build_dir().join("wasm-precompile"))
+        .arg("snapshot")
+        .arg(source)
+        .arg(engine_option)
+        .arg(engine)
+        .args(args)
+        .output()
+        .expect("wasm-precompile runs")
 }
 
 /// An example action module built by `actions/build.sh`.

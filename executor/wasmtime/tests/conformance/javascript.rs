@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::harness::{Executor, ScratchDir, artifacts_only, b64, build_dir, js_engine, zip_of};
+use crate::harness::{Executor, ScratchDir, b64, js_engine, precompile_snapshot, zip_of};
 
 /// A nodejs action's /init value for `source` (text, as `wsk action create x.js` sends it).
 fn js(source: &str) -> Value {
@@ -18,19 +18,10 @@ fn js_zip(entries: &[(&str, &[u8])]) -> Value {
     json!({ "kind": "nodejs:20", "code": b64(&zip_of(entries)), "binary": true, "main": "main" })
 }
 
-/// An executor for JavaScript actions, or `None` after checking that a build which runs
-/// precompiled artifacts only refuses them as the operator's problem, saying why.
+/// An executor for JavaScript actions (`None`: this build runs precompiled artifacts only).
 fn js_executor(extra: &[&str]) -> Option<Executor> {
-    let engine = js_engine();
-    let engine = engine.to_str().expect("a UTF-8 path");
-    let ex = Executor::start_with(&[&["--js-engine", engine], extra].concat());
-    if !artifacts_only() {
-        return Some(ex);
-    }
-    let r = ex.init("js", js("function main() { return {}; }"));
-    assert_eq!(r.status, 500, "{}", r.text());
-    assert!(r.error().contains("JavaScript engine"), "{}", r.error());
-    None
+    let probe = js("function main() { return {}; }");
+    Executor::with_engine("--js-engine", &js_engine(), extra, probe, "JavaScript")
 }
 
 #[test]
@@ -247,16 +238,7 @@ fn every_activation_starts_from_the_snapshot_with_its_own_environment_and_logs()
         3,
         "Math.random is seeded per activation: {randoms:?}"
     );
-    let logs: Vec<(String, String)> = ex
-        .logs("a")
-        .iter()
-        .map(|l| {
-            (
-                l["stream"].as_str().unwrap().to_owned(),
-                l["log"].as_str().unwrap().trim_end().to_owned(),
-            )
-        })
-        .collect();
+    let logs = ex.log_lines("a");
     assert!(
         logs.contains(&("stdout".into(), "hello Ada".into())),
         "{logs:?}"
@@ -397,15 +379,13 @@ fn a_javascript_action_pre_initialised_ahead_of_time_runs_as_a_module_with_no_en
     )
     .unwrap();
     let module = dir.0.join("action.wasm");
-    let made = std::process::Command::new(build_dir().join("wasm-precompile"))
-        .arg("snapshot")
-        .arg(&source)
-        .arg("--js-engine")
-        .arg(js_engine())
-        .args(["--main", "run", "--env", "MODE=snapshot", "-o"])
-        .arg(&module)
-        .output()
-        .unwrap();
+    let out = module.to_str().expect("a UTF-8 path");
+    let made = precompile_snapshot(
+        &source,
+        "--js-engine",
+        &js_engine(),
+        &["--main", "run", "--env", "MODE=snapshot", "-o", out],
+    );
     assert!(
         made.status.success(),
         "{}",
@@ -427,13 +407,7 @@ fn a_javascript_action_pre_initialised_ahead_of_time_runs_as_a_module_with_no_en
 
     // What fails to evaluate fails here, with the engine's words.
     std::fs::write(&source, "function run( {").unwrap();
-    let made = std::process::Command::new(build_dir().join("wasm-precompile"))
-        .arg("snapshot")
-        .arg(&source)
-        .arg("--js-engine")
-        .arg(js_engine())
-        .output()
-        .unwrap();
+    let made = precompile_snapshot(&source, "--js-engine", &js_engine(), &[]);
     assert!(!made.status.success());
     let stderr = String::from_utf8_lossy(&made.stderr);
     assert!(stderr.contains("SyntaxError"), "{stderr}");

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::harness::{Executor, ScratchDir, artifacts_only, b64, build_dir, python_engine, zip_of};
+use crate::harness::{Executor, ScratchDir, b64, precompile_snapshot, python_engine, zip_of};
 
 /// A python action's /init value for `source` (text, as `wsk action create x.py` sends it).
 fn py(source: &str) -> Value {
@@ -18,33 +18,10 @@ fn py_zip(entries: &[(&str, &[u8])]) -> Value {
     json!({ "kind": "python:3", "code": b64(&zip_of(entries)), "binary": true, "main": "main" })
 }
 
-/// An executor for Python actions, or `None` after checking that a build which runs
-/// precompiled artifacts only refuses them as the operator's problem, saying why.
+/// An executor for Python actions (`None`: this build runs precompiled artifacts only).
 fn py_executor(extra: &[&str]) -> Option<Executor> {
-    let engine = python_engine();
-    let engine = engine.to_str().expect("a UTF-8 path");
-    let ex = Executor::start_with(&[&["--python-engine", engine], extra].concat());
-    if !artifacts_only() {
-        return Some(ex);
-    }
-    let r = ex.init("py", py("def main(args):\n    return {}\n"));
-    assert_eq!(r.status, 500, "{}", r.text());
-    assert!(r.error().contains("Python engine"), "{}", r.error());
-    None
-}
-
-/// (stream, line) of a container's logs, without the activations' end markers.
-fn log_lines(ex: &Executor, id: &str) -> Vec<(String, String)> {
-    ex.logs(id)
-        .iter()
-        .map(|l| {
-            (
-                l["stream"].as_str().unwrap().to_owned(),
-                l["log"].as_str().unwrap().trim_end().to_owned(),
-            )
-        })
-        .filter(|(_, line)| !line.contains("XXX_THE_END_OF_A_WHISK_ACTIVATION_XXX"))
-        .collect()
+    let probe = py("def main(args):\n    return {}\n");
+    Executor::with_engine("--python-engine", &python_engine(), extra, probe, "Python")
 }
 
 #[test]
@@ -112,7 +89,7 @@ fn python_results_errors_and_zips_follow_openwhisk_python_contract() {
         assert_eq!(r.status, *status, "{id}: {}", r.text());
         assert_eq!(r.json(), *expected, "{id}");
     }
-    let logs = log_lines(&ex, "raised");
+    let logs = ex.log_lines("raised");
     assert!(
         logs.contains(&("stderr".into(), "Traceback (most recent call last):".into())),
         "the traceback goes to the logs: {logs:?}"
@@ -123,7 +100,8 @@ fn python_results_errors_and_zips_follow_openwhisk_python_contract() {
         "{logs:?}"
     );
     assert!(
-        log_lines(&ex, "unicode").contains(&("stdout".into(), "❄ ☃ ❄".into())),
+        ex.log_lines("unicode")
+            .contains(&("stdout".into(), "❄ ☃ ❄".into())),
         "print() goes to stdout"
     );
 
@@ -246,7 +224,7 @@ fn every_python_activation_starts_from_the_snapshot_with_its_own_environment() {
         3,
         "random is seeded per activation: {randoms:?}"
     );
-    let logs = log_lines(&ex, "a");
+    let logs = ex.log_lines("a");
     assert!(
         logs.contains(&("stdout".into(), "hello Ada".into())),
         "{logs:?}"
@@ -376,15 +354,13 @@ fn a_python_action_pre_initialised_ahead_of_time_runs_as_a_module_with_no_engine
     )
     .unwrap();
     let module = dir.0.join("action.wasm");
-    let made = std::process::Command::new(build_dir().join("wasm-precompile"))
-        .arg("snapshot")
-        .arg(&source)
-        .arg("--python-engine")
-        .arg(python_engine())
-        .args(["--main", "run", "--env", "MODE=snapshot", "-o"])
-        .arg(&module)
-        .output()
-        .unwrap();
+    let out = module.to_str().expect("a UTF-8 path");
+    let made = precompile_snapshot(
+        &source,
+        "--python-engine",
+        &python_engine(),
+        &["--main", "run", "--env", "MODE=snapshot", "-o", out],
+    );
     assert!(
         made.status.success(),
         "{}",
