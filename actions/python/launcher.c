@@ -25,6 +25,53 @@
 /* Set by pre-initialisation; the snapshot keeps it. */
 static PyObject *runtime;
 
+/* The executor's HTTP imports: the twins every module may import, which answer "not
+ * permitted" to an action without net_access (one engine serves actions with and without). */
+__attribute__((import_module("openwhisk"), import_name("http_try_get"))) int32_t
+http_try_get(const char *url, size_t url_len, uint32_t *status, uint32_t *body_len);
+__attribute__((import_module("openwhisk"), import_name("http_try_read"))) int32_t
+http_try_read(char *buffer, size_t capacity);
+
+/* _openwhisk_http.get(url) -> (result code, HTTP status, body bytes or the reason). */
+static PyObject *http_get(PyObject *module, PyObject *arg) {
+    (void)module;
+    Py_ssize_t url_len;
+    const char *url = PyUnicode_AsUTF8AndSize(arg, &url_len);
+    if (!url)
+        return NULL;
+    uint32_t status = 0, body_len = 0;
+    int32_t code = http_try_get(url, (size_t)url_len, &status, &body_len);
+    PyObject *body = PyBytes_FromStringAndSize(NULL, body_len);
+    if (!body)
+        return NULL;
+    char *bytes = PyBytes_AS_STRING(body);
+    size_t filled = 0;
+    while (filled < body_len) {
+        int32_t got = http_try_read(bytes + filled, body_len - filled);
+        if (got <= 0)
+            break;
+        filled += (size_t)got;
+    }
+    if (filled < body_len && _PyBytes_Resize(&body, (Py_ssize_t)filled) != 0)
+        return NULL;
+    PyObject *reply = Py_BuildValue("(iIO)", code, status, body);
+    Py_DECREF(body);
+    return reply;
+}
+
+static PyMethodDef http_methods[] = {
+    {"get", http_get, METH_O, "GET url through the executor: (code, status, body)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef http_module = {
+    PyModuleDef_HEAD_INIT, "_openwhisk_http", "The executor's HTTP GET.", -1, http_methods,
+};
+
+static PyObject *init_http_module(void) {
+    return PyModule_Create(&http_module);
+}
+
 /* Native extension modules: WebAssembly has no loader for them. */
 void *dlopen(const char *file, int mode) {
     (void)file;
@@ -65,6 +112,8 @@ static void report_error(const char *message) {
 
 static int start_interpreter(void) {
     PyImport_FrozenModules = ow_frozen_modules;
+    if (PyImport_AppendInittab("_openwhisk_http", init_http_module) != 0)
+        return -1;
     PyPreConfig preconfig;
     PyPreConfig_InitIsolatedConfig(&preconfig);
     preconfig.utf8_mode = 1;

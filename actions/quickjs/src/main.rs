@@ -97,6 +97,7 @@ fn initialize(document: &str) -> Result<Engine, String> {
         let host = Object::new(ctx.clone()).and_then(|host| {
             host.set("write", Func::from(write_line))?;
             host.set("evalScript", Func::from(eval_script))?;
+            host.set("httpGet", Func::from(http_get))?;
             Ok(host)
         });
         let prepared = host.and_then(|host| {
@@ -147,6 +148,55 @@ pub extern "C" fn wizer_initialize() {
                 json_error(&format!("Initialization has failed due to: {error}")),
             );
         }
+    }
+}
+
+/// `fetch`'s GET: `{code, status, body}` with the executor's result code (0: a response, its
+/// body as text; else the reason as `body`).
+fn http_get<'js>(ctx: Ctx<'js>, url: String) -> rquickjs::Result<Object<'js>> {
+    let (code, status, body) = executor_http::get(&url);
+    let reply = Object::new(ctx)?;
+    reply.set("code", code)?;
+    reply.set("status", status)?;
+    reply.set("body", String::from_utf8_lossy(&body).into_owned())?;
+    Ok(reply)
+}
+
+/// The executor's HTTP imports: the twins every module may import, which answer "not
+/// permitted" to an action without `net_access` (the engine serves actions with and without).
+#[cfg(target_os = "wasi")]
+mod executor_http {
+    #[link(wasm_import_module = "openwhisk")]
+    unsafe extern "C" {
+        fn http_try_get(url: *const u8, url_len: usize, status: *mut u32, len: *mut u32) -> i32;
+        fn http_try_read(buf: *mut u8, buf_len: usize) -> i32;
+    }
+
+    /// (result code, HTTP status, body or the reason of a failure).
+    pub fn get(url: &str) -> (i32, u32, Vec<u8>) {
+        let (mut status, mut len) = (0u32, 0u32);
+        // SAFETY: the URL is readable for its length; both out-pointers are valid u32s.
+        let code = unsafe { http_try_get(url.as_ptr(), url.len(), &mut status, &mut len) };
+        let mut body = vec![0u8; len as usize];
+        let mut filled = 0;
+        while filled < body.len() {
+            // SAFETY: the host writes at most the spare length into the buffer's tail.
+            let read = unsafe { http_try_read(body[filled..].as_mut_ptr(), body.len() - filled) };
+            match usize::try_from(read) {
+                Ok(read) if read > 0 => filled += read,
+                _ => break,
+            }
+        }
+        body.truncate(filled);
+        (code, status, body)
+    }
+}
+
+/// Outside WebAssembly (`cargo check` on the host) there is no executor to ask.
+#[cfg(not(target_os = "wasi"))]
+mod executor_http {
+    pub fn get(_url: &str) -> (i32, u32, Vec<u8>) {
+        (2, 0, b"no executor outside WebAssembly".to_vec())
     }
 }
 

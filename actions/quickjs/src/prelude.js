@@ -1,5 +1,6 @@
 // OpenWhisk's nodejs action contract on QuickJS-NG, evaluated once per action before its code.
-// `host` is the Rust side (main.rs): write(fd, text) and evalScript(source, filename).
+// `host` is the Rust side (main.rs): write(fd, text), evalScript(source, filename) and
+// httpGet(url) (the executor's HTTP GET: {code, status, body}).
 // Everything here ends up in the action's snapshot; nothing reads the environment or the
 // clock's absolute value at this point.
 (function (host) {
@@ -53,6 +54,50 @@
     if (typeof globalThis.queueMicrotask !== 'function') {
         globalThis.queueMicrotask = (f) => { Promise.resolve().then(f); };
     }
+
+    // --- fetch: GET through the executor, for actions annotated net_access -------------------
+    class Headers {
+        get() { return null; }
+        has() { return false; }
+        forEach() {}
+    }
+    class Response {
+        constructor(url, status, body) {
+            this.url = url;
+            this.status = status;
+            this.ok = status >= 200 && status < 300;
+            this.statusText = '';
+            this.headers = new Headers();
+            this.redirected = false;
+            this.type = 'basic';
+            this.bodyUsed = false;
+            Object.defineProperty(this, 'body_', { value: body });
+        }
+        text() { this.bodyUsed = true; return Promise.resolve(this.body_); }
+        json() { return this.text().then((text) => JSON.parse(text)); }
+    }
+    globalThis.Headers = Headers;
+    globalThis.Response = Response;
+    // Node's fetch for GET: the response once the executor has it (the activation waits
+    // without its CPU); a TypeError `fetch failed` (the reason as its cause) when the request
+    // cannot be made: no net_access, a host the operator does not allow, a network error.
+    globalThis.fetch = function fetch(resource, options) {
+        return new Promise((resolve) => {
+            const url = String(resource && typeof resource === 'object' && 'url' in resource
+                ? resource.url : resource);
+            const method = String((options && options.method) || 'GET').toUpperCase();
+            if (method !== 'GET') {
+                throw new TypeError(`fetch: the executor makes GET requests only, not ${method}`);
+            }
+            const reply = host.httpGet(url);
+            if (reply.code !== 0) {
+                const error = new TypeError(`fetch failed: ${reply.body}`);
+                error.cause = new Error(reply.body);
+                throw error;
+            }
+            resolve(new Response(url, reply.status, reply.body));
+        });
+    };
 
     // --- process ------------------------------------------------------------------------------
     globalThis.process = {

@@ -11,6 +11,33 @@ use crate::net::{HttpGetError, HttpResponse, code};
 /// Longest URL a guest may pass.
 pub const MAX_URL_BYTES: u32 = 8192;
 
+/// The twins of `http_get` and `http_read` that every module may import: in a container
+/// without `net_access` a GET through them answers NOT_PERMITTED (with [`NOT_GRANTED`] to
+/// read), where a module importing `http_get` is refused at /init. The language engines use
+/// them: one engine serves actions with and without the capability.
+pub const TRY_GET: &str = "http_try_get";
+pub const TRY_READ: &str = "http_try_read";
+/// What a GET through [`TRY_GET`] reads in a container without `net_access`.
+pub const NOT_GRANTED: &str = "this action may not make HTTP requests: it needs the annotation net_access, which the operator allows per namespace";
+
+/// Which of the two pairs a call came through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pair {
+    /// `http_get`/`http_read`: the capability's, linked only with it.
+    Capability,
+    /// `http_try_get`/`http_try_read`: linked for every module.
+    Twin,
+}
+
+/// A GET in a container without `net_access`: the twins answer, the capability's pair
+/// cannot have been linked (a fault, should it happen).
+pub fn without_grant(pair: Pair) -> Result<Result<HttpResponse, HttpGetError>, HttpImportFault> {
+    match pair {
+        Pair::Twin => Ok(Err(HttpGetError::NotPermitted(NOT_GRANTED.into()))),
+        Pair::Capability => Err(HttpImportFault::NoCapability),
+    }
+}
+
 /// Why the guest is stopped instead of answered: its trap's message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
 pub enum HttpImportFault {

@@ -12,7 +12,7 @@ use std::{
 
 use wasm_executor::{
     backend::{
-        http_import::{GetReply, HeldBody, HttpImportFault},
+        http_import::{self, GetReply, HeldBody, HttpImportFault, Pair},
         opened::OpenedDescriptors,
     },
     logs::{OutputCapture, Stream},
@@ -85,10 +85,12 @@ impl HostState {
     }
 
     /// Performs the GET (bounded by the activation's deadline) and holds the body for
-    /// `http_read`.
-    pub fn http_get(&self, url: &str) -> Result<GetReply, HttpImportFault> {
-        let getter = self.net.as_ref().ok_or(HttpImportFault::NoCapability)?;
-        let fetched = self.off_cpu(|| getter.get_blocking(url, self.deadline));
+    /// `http_read`; without `net_access`, what `pair` answers then.
+    pub fn http_get(&self, url: &str, pair: Pair) -> Result<GetReply, HttpImportFault> {
+        let fetched = match self.net.as_ref() {
+            Some(getter) => self.off_cpu(|| getter.get_blocking(url, self.deadline)),
+            None => http_import::without_grant(pair)?,
+        };
         self.held.borrow_mut().hold(fetched)
     }
 
@@ -153,10 +155,15 @@ mod tests {
         assert_eq!(&rest[..7], b"o world");
         assert_eq!(host.http_read(&mut rest), 0);
         assert_eq!(
-            host.http_get("http://example.com/"),
+            host.http_get("http://example.com/", Pair::Capability),
             Err(HttpImportFault::NoCapability),
             "no capability, no request"
         );
+        let reply = host.http_get("http://example.com/", Pair::Twin).unwrap();
+        assert_eq!(reply.result, wasm_executor::net::code::NOT_PERMITTED);
+        let mut text = vec![0u8; reply.body_len as usize];
+        host.http_read(&mut text);
+        assert_eq!(text, http_import::NOT_GRANTED.as_bytes());
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The `openwhisk::http_get` / `openwhisk::http_read` imports for wasmer: marshalling between
 //! guest memory and the library's [`http_import`] (its policy and held body). Linked only for
-//! `net_access` actions.
+//! `net_access` actions; their twins `http_try_get`/`http_try_read` for every module.
 
 use std::{sync::Arc, time::Instant};
 
@@ -8,7 +8,7 @@ use wasmer::{Function, FunctionEnv, FunctionEnvMut, Memory, MemoryView, Store};
 
 use super::{deadline::RunClock, stop::HostStop};
 use wasm_executor::{
-    backend::http_import::{self, HeldBody, HttpImportFault},
+    backend::http_import::{self, HeldBody, HttpImportFault, Pair},
     net::HttpGetter,
     pool::CpuSlot,
 };
@@ -43,6 +43,15 @@ pub fn function<E: HttpEnv>(
     }
 }
 
+/// Builds the twin `openwhisk::<name>` every module may import, or `None` for another name.
+pub fn twin<E: HttpEnv>(store: &mut Store, env: &FunctionEnv<E>, name: &str) -> Option<Function> {
+    match name {
+        http_import::TRY_GET => Some(Function::new_typed_with_env(store, env, http_try_get::<E>)),
+        http_import::TRY_READ => Some(Function::new_typed_with_env(store, env, http_read::<E>)),
+        _ => None,
+    }
+}
+
 /// Runs `body` between the deadline checks every host function makes (see `deadline.rs`).
 fn guarded<E: HttpEnv>(
     fenv: &mut FunctionEnvMut<'_, E>,
@@ -61,7 +70,35 @@ fn guarded<E: HttpEnv>(
 }
 
 fn http_get<E: HttpEnv>(
+    fenv: FunctionEnvMut<'_, E>,
+    url_ptr: u32,
+    url_len: u32,
+    status_ptr: u32,
+    len_ptr: u32,
+) -> Result<i32, HostStop> {
+    get(
+        fenv,
+        Pair::Capability,
+        url_ptr,
+        url_len,
+        status_ptr,
+        len_ptr,
+    )
+}
+
+fn http_try_get<E: HttpEnv>(
+    fenv: FunctionEnvMut<'_, E>,
+    url_ptr: u32,
+    url_len: u32,
+    status_ptr: u32,
+    len_ptr: u32,
+) -> Result<i32, HostStop> {
+    get(fenv, Pair::Twin, url_ptr, url_len, status_ptr, len_ptr)
+}
+
+fn get<E: HttpEnv>(
     mut fenv: FunctionEnvMut<'_, E>,
+    pair: Pair,
     url_ptr: u32,
     url_len: u32,
     status_ptr: u32,
@@ -73,10 +110,12 @@ fn http_get<E: HttpEnv>(
         view.read(u64::from(url_ptr), &mut url)
             .map_err(|_| HttpImportFault::UrlOutOfBounds)?;
         let url = http_import::url_text(&url);
-        let getter = call.getter.ok_or(HttpImportFault::NoCapability)?;
-        let fetched = call
-            .cpu
-            .released_while(deadline, || getter.get_blocking(&url, deadline));
+        let fetched = match call.getter {
+            Some(getter) => call
+                .cpu
+                .released_while(deadline, || getter.get_blocking(&url, deadline)),
+            None => http_import::without_grant(pair)?,
+        };
         let reply = call.held.hold(fetched)?;
         for (at, value) in [(status_ptr, reply.status), (len_ptr, reply.body_len)] {
             view.write(u64::from(at), &value.to_le_bytes())

@@ -11,6 +11,7 @@ use super::{deadline::RunClock, host::RunEnv, http_import, wasi};
 use wasm_executor::{
     backend::PrepareError,
     capability::{CapabilityId, GrantSet, provider_of},
+    net::IMPORT_MODULE,
     pool::CpuSlot,
 };
 
@@ -24,6 +25,11 @@ fn provide(
 ) -> Option<wasmer::Function> {
     if module == wasi::MODULE {
         return wasi::function(store, env, name);
+    }
+    if module == IMPORT_MODULE
+        && let Some(twin) = http_import::twin(store, env, name)
+    {
+        return Some(twin);
     }
     let capability = provider_of(module, name).filter(|c| granted.contains(c.id))?;
     match capability.id {

@@ -5,15 +5,20 @@ use wasmtime::Linker;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use super::{RunState, http_import};
-use wasm_executor::capability::{CapabilityId, GrantSet, Grants, dir::GrantedDir};
+use wasm_executor::{
+    backend::http_import::Pair,
+    capability::{CapabilityId, GrantSet, Grants, dir::GrantedDir},
+};
 
-/// Links the host functions of the capabilities in `set`.
+/// Links the host functions of the capabilities in `set`, and the HTTP twins every module
+/// may import.
 pub fn add_to_linker(linker: &mut Linker<RunState>, set: GrantSet) -> wasmtime::Result<()> {
+    http_import::add_to_linker(linker, Pair::Twin)?;
     for id in set.iter() {
         match id {
             // A preopened directory of the store's WASI context (see `preopen`).
             CapabilityId::Dir => {}
-            CapabilityId::NetAccess => http_import::add_to_linker(linker)?,
+            CapabilityId::NetAccess => http_import::add_to_linker(linker, Pair::Capability)?,
         }
     }
     Ok(())

@@ -15,7 +15,9 @@
 //!   implementation waits without the guest's CPU slot, so a sleeping guest holds only its
 //!   thread;
 //! - `openwhisk::http_get` / `http_read`, registered for every module but only reachable by
-//!   modules that passed /init's import check (which requires `net_access`);
+//!   modules that passed /init's import check (which requires `net_access`), and their twins
+//!   `http_try_get` / `http_try_read`, which every module may import (without `net_access`
+//!   a GET through them is answered "not permitted");
 //! - the memory-growth callback, which notes refusals beyond the container's limit.
 
 use std::{
@@ -27,7 +29,7 @@ use std::{
 use wamr_runtime_sys as sys;
 
 use crate::host::HostState;
-use wasm_executor::backend::http_import::{self, HttpImportFault};
+use wasm_executor::backend::http_import::{self, HttpImportFault, Pair};
 use wasm_executor::{
     backend::{
         host_limits::{MAX_IO_BYTES, MAX_IOVECS, RANDOM_CHUNK},
@@ -138,11 +140,18 @@ pub fn register() -> Result<(), String> {
                     net_access::DESCRIPTOR.imports,
                     [("openwhisk", "http_get"), ("openwhisk", "http_read")]
                 );
+                debug_assert_eq!(
+                    [http_import::TRY_GET, http_import::TRY_READ],
+                    ["http_try_get", "http_try_read"]
+                );
                 register_module(
                     c"openwhisk",
                     vec![
                         symbol(c"http_get", http_get as *mut c_void, c"(iiii)i"),
                         symbol(c"http_read", http_read as *mut c_void, c"(ii)i"),
+                        // The twins every module may import (`http_import::TRY_GET`).
+                        symbol(c"http_try_get", http_try_get as *mut c_void, c"(iiii)i"),
+                        symbol(c"http_try_read", http_try_read as *mut c_void, c"(ii)i"),
                     ],
                 )?;
             }
@@ -467,11 +476,50 @@ unsafe extern "C" fn http_get(
     status_ptr: u32,
     len_ptr: u32,
 ) -> i32 {
+    // SAFETY: as this function's.
+    unsafe {
+        get(
+            exec_env,
+            Pair::Capability,
+            url_ptr,
+            url_len,
+            status_ptr,
+            len_ptr,
+        )
+    }
+}
+
+/// `openwhisk::http_try_get`, `http_get`'s twin for every module.
+///
+/// SAFETY (for WAMR): called on the guest's thread with the running instance's environment.
+unsafe extern "C" fn http_try_get(
+    exec_env: sys::wasm_exec_env_t,
+    url_ptr: u32,
+    url_len: u32,
+    status_ptr: u32,
+    len_ptr: u32,
+) -> i32 {
+    // SAFETY: as this function's.
+    unsafe { get(exec_env, Pair::Twin, url_ptr, url_len, status_ptr, len_ptr) }
+}
+
+/// A GET through `pair`.
+///
+/// SAFETY: called on the guest's thread with the running instance's environment.
+unsafe fn get(
+    exec_env: sys::wasm_exec_env_t,
+    pair: Pair,
+    url_ptr: u32,
+    url_len: u32,
+    status_ptr: u32,
+    len_ptr: u32,
+) -> i32 {
     // SAFETY: see above.
     let inst = unsafe { sys::wasm_runtime_get_module_inst(exec_env) };
     // SAFETY: `inst` is the running instance on this thread (for every use below).
     unsafe {
-        let Some(host) = host_of(inst).filter(|host| host.has_net()) else {
+        let allowed = |host: &&HostState| host.has_net() || pair == Pair::Twin;
+        let Some(host) = host_of(inst).filter(allowed) else {
             trap_with(inst, HttpImportFault::NoCapability);
             return 0;
         };
@@ -490,7 +538,7 @@ unsafe extern "C" fn http_get(
             return 0;
         };
         let url = http_import::url_text(slice::from_raw_parts(url, url_len as usize));
-        let reply = match host.http_get(&url) {
+        let reply = match host.http_get(&url, pair) {
             Ok(reply) => reply,
             Err(fault) => {
                 trap_with(inst, fault);
@@ -508,12 +556,33 @@ unsafe extern "C" fn http_get(
 ///
 /// SAFETY (for WAMR): called on the guest's thread with the running instance's environment.
 unsafe extern "C" fn http_read(exec_env: sys::wasm_exec_env_t, buf_ptr: u32, buf_len: u32) -> i32 {
+    // SAFETY: as this function's.
+    unsafe { read(exec_env, Pair::Capability, buf_ptr, buf_len) }
+}
+
+/// `openwhisk::http_try_read`, `http_read`'s twin for every module.
+///
+/// SAFETY (for WAMR): called on the guest's thread with the running instance's environment.
+unsafe extern "C" fn http_try_read(
+    exec_env: sys::wasm_exec_env_t,
+    buf_ptr: u32,
+    buf_len: u32,
+) -> i32 {
+    // SAFETY: as this function's.
+    unsafe { read(exec_env, Pair::Twin, buf_ptr, buf_len) }
+}
+
+/// A read of the held body through `pair`.
+///
+/// SAFETY: called on the guest's thread with the running instance's environment.
+unsafe fn read(exec_env: sys::wasm_exec_env_t, pair: Pair, buf_ptr: u32, buf_len: u32) -> i32 {
     // SAFETY: see above.
     let inst = unsafe { sys::wasm_runtime_get_module_inst(exec_env) };
     // SAFETY: `inst` is the running instance on this thread; the buffer is validated guest
     // memory, not otherwise referenced while the guest is paused here.
     unsafe {
-        let Some(host) = host_of(inst).filter(|host| host.has_net()) else {
+        let allowed = |host: &&HostState| host.has_net() || pair == Pair::Twin;
+        let Some(host) = host_of(inst).filter(allowed) else {
             trap_with(inst, HttpImportFault::NoCapability);
             return 0;
         };

@@ -211,8 +211,9 @@ fn the_operator_chooses_the_namespaces_that_get_each_capability() {
     open.init_code("net", &net, with_net(None)).expect(200);
 }
 
-/// A one-shot-per-connection HTTP server on loopback that answers every GET with `body`.
-fn serve(body: &'static str) -> (String, std::thread::JoinHandle<()>) {
+/// A one-shot-per-connection HTTP server on loopback that answers the first two GETs with
+/// `body`: their URL (`http://127.0.0.1:PORT/hello`) and the server's thread.
+pub(crate) fn serve(body: &'static str) -> (String, std::thread::JoinHandle<()>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/hello", listener.local_addr().unwrap());
     let handle = std::thread::spawn(move || {

@@ -412,3 +412,39 @@ fn a_javascript_action_pre_initialised_ahead_of_time_runs_as_a_module_with_no_en
     let stderr = String::from_utf8_lossy(&made.stderr);
     assert!(stderr.contains("SyntaxError"), "{stderr}");
 }
+
+#[test]
+fn fetch_gets_through_the_executor_with_net_access_and_fails_without() {
+    let (url, server) = crate::capabilities::serve(r#"{"from": "the host"}"#);
+    let host = url.trim_start_matches("http://").split('/').next().unwrap();
+    let Some(ex) = js_executor(&["--net-allow", host]) else {
+        return;
+    };
+    let source = "async function main(p) { const r = await fetch(p.url); \
+                  return { status: r.status, ok: r.ok, body: await r.json() } }";
+    let mut value = js(source);
+    value["annotations"] = json!({"net_access": true});
+    ex.init("net", value).expect(200);
+    assert_eq!(
+        ex.run("net", json!({"url": url})).expect(200).json(),
+        json!({"status": 200, "ok": true, "body": {"from": "the host"}})
+    );
+    // The same action without the annotation: the promise rejects, saying why.
+    ex.init("no_net", js(source)).expect(200);
+    let r = ex.run("no_net", json!({"url": url}));
+    r.expect(200);
+    let error = r.json()["error"].to_string();
+    assert!(
+        error.contains("fetch failed") && error.contains("net_access"),
+        "{error}"
+    );
+    // A host outside the operator's policy is refused the same way.
+    let r = ex.run("net", json!({"url": "http://127.0.0.2:9/"}));
+    assert!(
+        r.json()["error"].to_string().contains("fetch failed"),
+        "{}",
+        r.text()
+    );
+    drop(ex);
+    drop(server);
+}

@@ -369,7 +369,9 @@ fn a_python_action_pre_initialised_ahead_of_time_runs_as_a_module_with_no_engine
     let module = std::fs::read(&module).unwrap();
     assert!(module.starts_with(b"\0asm"));
 
-    let ex = Executor::start();
+    // The module is the whole engine (about 18 MB): wasmer's LLVM compiles it for longer than
+    // an /init's default limit on a busy 2-core machine.
+    let ex = Executor::start_with(&["--max-init-ms", "600000"]);
     ex.init_code("pre", &module, json!({})).expect(200);
     let body = json!({"value": {"x": 7}, "activation_id": "a1"});
     let out = ex.post("/pre/run", &body.to_string()).expect(200).json();
@@ -377,4 +379,36 @@ fn a_python_action_pre_initialised_ahead_of_time_runs_as_a_module_with_no_engine
         out,
         json!({"sum": 499500, "x": 7, "mode": "snapshot", "activation": "a1"})
     );
+}
+
+#[test]
+fn openwhisk_http_gets_through_the_executor_with_net_access_and_raises_without() {
+    let (url, server) = crate::capabilities::serve(r#"{"from": "the host"}"#);
+    let host = url.trim_start_matches("http://").split('/').next().unwrap();
+    let Some(ex) = py_executor(&["--net-allow", host]) else {
+        return;
+    };
+    let source = "import openwhisk_http\n\
+                  def main(args):\n    r = openwhisk_http.get(args['url'])\n    \
+                  return {'status': r.status, 'ok': r.ok, 'body': r.json()}\n";
+    let mut value = py(source);
+    value["annotations"] = json!({"net_access": true});
+    ex.init("net", value).expect(200);
+    assert_eq!(
+        ex.run("net", json!({"url": url})).expect(200).json(),
+        json!({"status": 200, "ok": true, "body": {"from": "the host"}})
+    );
+    // The same action without the annotation: PermissionError, saying why.
+    ex.init("no_net", py(source)).expect(200);
+    let r = ex.run("no_net", json!({"url": url}));
+    let error = r.expect(200).json()["error"].to_string();
+    assert!(error.contains("net_access"), "{error}");
+    assert!(
+        ex.log_lines("no_net")
+            .iter()
+            .any(|(_, line)| line.starts_with("PermissionError")),
+        "the traceback names the exception"
+    );
+    drop(ex);
+    drop(server);
 }
