@@ -85,7 +85,10 @@ class ActionFiles(MetaPathFinder, Loader):
         exec(code, module.__dict__)
 
     def get_data(self, path):
-        return self.files[_action_path(path)].encode()
+        name = _action_path(path)
+        if name not in self.files:
+            raise FileNotFoundError(path)
+        return self.files[name].encode()
 
     def get_source(self, fullname):
         found = self._locate(fullname)

@@ -1,5 +1,6 @@
-//! The code of an action written in a language the executor runs on an engine (JavaScript):
-//! source text, or a zip of source files (an npm package with its bundled `node_modules`).
+//! The code of an action written in a language the executor runs on an engine (JavaScript,
+//! Python): source text, or a zip of source files (an npm package with its bundled
+//! `node_modules`, a Python package with its `virtualenv/`).
 //! Zips are read with limits; what cannot run on the engine is refused by name.
 
 use std::{collections::BTreeMap, io::Read};
@@ -38,7 +39,7 @@ pub enum SourcesError {
     #[error("the action archive holds `{0}`, a path outside the archive")]
     UnsafePath(String),
     #[error(
-        "the action archive holds the native extension `{0}`, which cannot run on the executor's WebAssembly engines; bundle pure JavaScript only"
+        "the action archive holds the native extension `{0}`, which cannot run on the executor's WebAssembly engines; bundle pure JavaScript or Python only"
     )]
     NativeExtension(String),
     #[error(transparent)]
