@@ -9,13 +9,20 @@ RUNTIME ?= wasmtime
         build-wasmtime precompiler-wasmtime test-wasmtime test-openwhisk-patch clean \
         build-wasmer build-wasmer-headless precompiler-wasmer test-wasmer bench-wasmer \
         build-wamr precompiler-wamr test-wamr bench-wamr evaluate evaluate-quick soak fuzz \
-        build-aarch64 build-armv7 test-cross
+        build-aarch64 build-armv7 test-cross dist
 
 demo:
 	scripts/demo.sh
 
 test:
 	scripts/test.sh
+
+# The release archives of this checkout's version in target/dist/VERSION/ (scripts/dist.sh):
+# x86_64 and aarch64 binaries with the engines, the source, the action kit, the OCI images,
+# SHA256SUMS; each checked as a user unpacks it. Builds what is missing first; needs root for
+# the images (a private Docker engine).
+dist:
+	scripts/dist.sh
 
 # Every Debian package and tool the project needs, installed or checked up front (make test
 # runs it first; each script also calls it for the part it needs).

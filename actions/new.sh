@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Starts an action of your own, outside this repository:
 #
-#   actions/new.sh NAME [DIR]       a Rust crate in DIR (default ./NAME): Cargo.toml, src/main.rs,
-#                                   using the guest SDK of this checkout by its path; build it
-#                                   with `actions/build.sh --crate DIR` (or, with rustup's
-#                                   wasm32-wasip1 target, `cargo build --release --target
-#                                   wasm32-wasip1` in DIR)
-#   actions/new.sh --c NAME [DIR]   a C action in DIR: NAME.c (build line in its header)
+#   new.sh NAME [DIR]       a Rust crate in DIR (default ./NAME): Cargo.toml, src/main.rs,
+#                           using the guest SDK beside this script (this checkout's
+#                           actions/sdk, or the action kit's sdk/) by its path; build it with
+#                           `cargo build --release --target wasm32-wasip1` in DIR (rustup's
+#                           target), or in a checkout with `actions/build.sh --crate DIR`
+#   new.sh --c NAME [DIR]   a C action in DIR: NAME.c (build line in its header)
 #
 # NAME is a lowercase crate name (a-z, 0-9, -). DIR must not exist yet.
 set -euo pipefail
@@ -61,7 +61,7 @@ edition = "2024"
 publish = false
 
 [dependencies]
-# The guest SDK (JSON in, JSON out) from this checkout of the executor's repository.
+# The guest SDK (JSON in, JSON out): the one new.sh was run from.
 openwhisk-wasm-sdk = { path = "$here/sdk" }
 
 # A crate of its own, not a member of any other workspace.
@@ -88,4 +88,8 @@ fn greet(params: Value) -> Result<Value, Error> {
 
 openwhisk::main!(greet);
 RUST
-echo "new.sh: wrote $dir (build it with: $here/build.sh --crate $dir)"
+if [[ -x "$here/build.sh" ]]; then
+    echo "new.sh: wrote $dir (build it with: $here/build.sh --crate $dir)"
+else
+    echo "new.sh: wrote $dir (build it with: cd $dir && cargo build --release --target wasm32-wasip1)"
+fi

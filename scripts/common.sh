@@ -69,3 +69,21 @@ lints() {
     [[ "${RUSTC_WORKSPACE_WRAPPER:-}" == *clippy-driver ]] && return 0
     cargo clippy --release --locked "$@" -- -D warnings
 }
+
+# use_docker_engine: points DOCKER_HOST (exported) at an engine that answers: the one it names
+# already, else the project's private engine (eval/baseline/dockerd.sh), started when it is not
+# running. Sets STARTED_ENGINE=1 when it started it (the caller stops it with
+# eval/baseline/dockerd.sh stop), else 0. Run from the repository's root.
+use_docker_engine() {
+    STARTED_ENGINE=0
+    if [[ -n "${DOCKER_HOST-}" ]] && docker info >/dev/null 2>&1; then
+        echo "using the Docker engine at $DOCKER_HOST" >&2
+    elif eval/baseline/dockerd.sh status >/dev/null 2>&1; then
+        eval "$(eval/baseline/dockerd.sh env)"
+        echo "using the private Docker engine at $DOCKER_HOST" >&2
+    else
+        eval "$(eval/baseline/dockerd.sh start)"
+        STARTED_ENGINE=1
+    fi
+    export DOCKER_HOST
+}

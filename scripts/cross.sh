@@ -72,20 +72,25 @@ cross_cargo() {
 }
 
 build() {
-    local backend
+    local backend packages=() binaries=() binary
     scripts/prerequisites.sh cross
     mkdir -p "$out"
     for backend in "${backends[@]}"; do
         if [[ "$backend" == precompilers ]]; then
-            step "$triple: wasm-precompile (front end) and wasm-precompile-wasmtime"
-            cross_cargo build -p wasm-precompile -p wasm-precompile-wasmtime
-            "$gnu-strip" -o "$out/wasm-precompile" "$CROSS_CARGO_DIR/$triple/release/wasm-precompile"
-            "$gnu-strip" -o "$out/wasm-precompile-wasmtime" "$CROSS_CARGO_DIR/$triple/release/wasm-precompile-wasmtime"
-            continue
+            packages+=(-p wasm-precompile -p wasm-precompile-wasmtime)
+            binaries+=(wasm-precompile wasm-precompile-wasmtime)
+        else
+            packages+=(-p "$(package "$backend")")
+            binaries+=("$(package "$backend")")
         fi
-        step "$triple: $(package "$backend")"
-        cross_cargo build -p "$(package "$backend")"
-        "$gnu-strip" -o "$out/wasm-executor-$backend" "$CROSS_CARGO_DIR/$triple/release/$(package "$backend")"
+    done
+    # One cargo invocation for every package, as the host build: each dependency is compiled
+    # once, with the features all of them need (separate invocations would compile wasmtime,
+    # serde and the rest again for each differing set).
+    step "$triple: ${binaries[*]}"
+    cross_cargo build "${packages[@]}"
+    for binary in "${binaries[@]}"; do
+        "$gnu-strip" -o "$out/$binary" "$CROSS_CARGO_DIR/$triple/release/$binary"
     done
     step "$triple: built in $out"
     ls -l "$out"

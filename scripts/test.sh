@@ -6,11 +6,12 @@
 # the backend tests and the conformance suite over HTTP on every backend (wasmtime, wasmer with
 # LLVM and headless, WAMR), the fuzz targets for a bounded time, the OpenWhisk patch's tests
 # against the real executor, the executor's OCI image (the suite against the container), the
-# aarch64 builds of the wasmtime and WAMR executors with part of the suite against each under
-# qemu-user (`make test-cross`: every ARM executor, the whole suite), the deployment files'
+# aarch64 builds (every executor and the precompilers) with part of the suite against the wasmtime
+# and WAMR executors under qemu-user (`make test-cross`: every ARM executor, the whole suite), the deployment files'
 # checks (Raspberry Pi, Kubernetes), the Docker baseline's proxy tests, the edge footprint's
-# script and the evaluation in quick mode (its own Docker engine, every backend against the
-# baseline, the build comparisons, the JMeter plans).
+# script, the evaluation in quick mode (its own Docker engine, every backend against the
+# baseline, the build comparisons, the JMeter plans) and, last, the release archives
+# (`make dist`), each unpacked and used as a user would.
 # Nothing is skipped: a missing tool stops the run in its first minute. Every step prints how
 # long it took; CONTRIBUTING.md lists them.
 set -euo pipefail
@@ -32,10 +33,9 @@ timed() {
 
 timed "prerequisites: every package and tool, checked up front" scripts/prerequisites.sh all
 
-# The ARM builds of the wasmtime and WAMR executors for aarch64 (the default build, which
-# deploy/pi installs on a 64-bit Raspberry Pi, and the smallest; `make test-cross` builds and
-# tests every ARM executor, headless wasmer and armv7 WAMR too) need only Debian's compiler and a target
-# directory of their own, so they run in the background at the lowest CPU priority from
+# The aarch64 builds (the wasmtime, headless wasmer and WAMR executors and the precompilers of
+# the release's aarch64 archive; `make test-cross` also builds armv7 WAMR) need only Debian's
+# compiler and a target directory of their own, so they run in the background at the lowest CPU priority from
 # here on: they take what the host steps leave idle (test runs, fuzzing, the image and Maven
 # steps, the evaluation's measurements) without slowing them, and are waited for at the end,
 # before their suites run under qemu-user. With the kernel's autogroup scheduling (Debian's
@@ -46,7 +46,7 @@ cross_log="${CARGO_TARGET_DIR:-target}/cross/build.log"
 mkdir -p "$(dirname "$cross_log")"
 step "ARM builds started in the background at nice 19 (log: $cross_log)"
 setsid bash -c '{ echo 19 >/proc/self/autogroup; } 2>/dev/null || true
-    exec nice -n 19 scripts/cross.sh build aarch64 wasmtime wamr' >"$cross_log" 2>&1 &
+    exec nice -n 19 scripts/cross.sh build aarch64' >"$cross_log" 2>&1 &
 cross_build=$!
 trap 'kill -TERM -- "-$cross_build" 2>/dev/null || true' EXIT
 
@@ -102,6 +102,8 @@ packing() {
 timed "the documented packing commands (actions/pack.sh, portable and precompiled)" packing
 timed "the documentation's blocks: the runnable ones as written, the others marked with a reason" \
     scripts/doc-test.sh
+step "the command-line reference quotes each program's help as the program prints it"
+scripts/cli-reference.sh --check
 
 timed "unit tests, backend tests (wasmer, WAMR) and the conformance suite (wasmtime)" host_cargo test
 
@@ -148,9 +150,10 @@ timed "JavaScript and Python on the executor (quick mode): cold and warm, source
     python3 eval/engines.py --backends wasmtime --rounds 3 --containers 10 --out target/eval-quick/engines
 
 # Last, so that the background build has had every idle moment of the steps above.
-timed "ARM builds (aarch64: wasmtime, WAMR): the rest of the background build" \
+timed "ARM builds (aarch64: every executor, the precompilers): the rest of the background build" \
     wait_for_cross_build
 timed "ARM: part of the conformance suite against the aarch64 executors under qemu-user (make test-cross: all of it, every ARM executor)" \
     scripts/cross.sh test aarch64 wamr wasmtime
+timed "release archives (make dist): made, then unpacked and used as a user would" scripts/dist.sh
 
 step "all tests passed in $((SECONDS - started)) s"

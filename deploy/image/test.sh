@@ -23,6 +23,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 cd "$root"
 started=$SECONDS
+# shellcheck source=SCRIPTDIR/../../scripts/common.sh
+source scripts/common.sh # use_docker_engine; its step and die are redefined below
 
 log() { echo "test.sh: $*" >&2; }
 die() {
@@ -61,17 +63,7 @@ done
 [[ $(id -u) -eq 0 ]] || die "needs root (the private Docker engine, handing test directories to the image's user)"
 
 # --- the engine ------------------------------------------------------------------------------
-stop_engine=0
-if [[ -n "${DOCKER_HOST-}" ]] && docker info >/dev/null 2>&1; then
-    log "using the engine at $DOCKER_HOST"
-elif eval/baseline/dockerd.sh status >/dev/null 2>&1; then
-    eval "$(eval/baseline/dockerd.sh env)"
-    log "using the private engine at $DOCKER_HOST"
-else
-    eval "$(eval/baseline/dockerd.sh start)"
-    stop_engine=1
-fi
-export DOCKER_HOST
+use_docker_engine
 
 scratch="$(mktemp -d)"
 prod=wasm-executor-image-test-$$
@@ -90,7 +82,7 @@ cleanup() {
     docker rm --force --volumes "$prod" >/dev/null 2>&1 || true
     docker volume rm "$prod" >/dev/null 2>&1 || true
     rm -rf "$scratch"
-    if [[ $stop_engine -eq 1 ]]; then
+    if [[ $STARTED_ENGINE -eq 1 ]]; then
         eval/baseline/dockerd.sh stop >/dev/null 2>&1 || true
     fi
 }

@@ -9,7 +9,7 @@ use axum::{
 use serde_json::json;
 use thiserror::Error;
 
-use crate::{outcome::Outcome, pool::PoolError};
+use crate::{capability::GrantError, outcome::Outcome, pool::PoolError};
 
 /// Why a request got no result. Every status the API answers with besides 200 comes from
 /// [`ServiceError::status`].
@@ -51,7 +51,8 @@ pub enum ServiceError {
     #[error("{0}")]
     Overloaded(String),
     /// 500: the executor itself failed (a worker was lost, the runtime could not prepare or
-    /// start an instance for a reason that is not the action's).
+    /// start an instance for a reason that is not the action's, a grant it cannot provide as
+    /// configured).
     #[error("{0}")]
     Internal(String),
 }
@@ -93,6 +94,15 @@ impl From<PoolError> for ServiceError {
     }
 }
 
+impl From<GrantError> for ServiceError {
+    fn from(error: GrantError) -> Self {
+        match error {
+            GrantError::Refused(why) => ServiceError::InitFailed(why),
+            GrantError::Unavailable(why) => ServiceError::Internal(why),
+        }
+    }
+}
+
 impl IntoResponse for ServiceError {
     fn into_response(self) -> Response {
         let status = self.status();
@@ -120,6 +130,15 @@ mod tests {
             };
             assert_eq!(status, expected, "{outcome:?}");
         }
+    }
+
+    #[test]
+    fn a_grant_the_executor_cannot_provide_is_the_operators_fault_a_refused_one_the_actions() {
+        let refused = ServiceError::from(GrantError::Refused("not allowed".into()));
+        assert_eq!(refused.status(), StatusCode::BAD_GATEWAY);
+        let unavailable = ServiceError::from(GrantError::Unavailable("no quotas".into()));
+        assert_eq!(unavailable.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(unavailable.to_string(), "no quotas");
     }
 
     #[test]

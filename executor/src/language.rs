@@ -27,7 +27,7 @@ use crate::{
     capability::Grants,
     error::ServiceError,
     export_globals::export_mutable_globals,
-    logs::OutputCapture,
+    logs::{CapturedLine, OutputCapture},
     pool::CpuSlot,
 };
 
@@ -260,12 +260,12 @@ pub fn pre_initialize<B: Backend>(
     memory_limit_bytes: u64,
     limit: Duration,
     cpu: CpuSlot,
-) -> Result<Snapshot, ServiceError> {
+) -> Result<PreInitialized, ServiceError> {
     let started = Instant::now();
     let module = backend
         .link(&engine.code, &bare_spec(memory_limit_bytes))
         .map_err(|e| ServiceError::Internal(e.to_string()))?;
-    let image = initialize(backend, &module, document, started + limit, cpu)?;
+    let (image, output) = initialize(backend, &module, document, started + limit, cpu)?;
     let snapshot = Snapshot::between(&engine.fresh, &image);
     tracing::info!(
         memory_pages = snapshot.memory_pages,
@@ -274,21 +274,30 @@ pub fn pre_initialize<B: Backend>(
         took_us = started.elapsed().as_micros() as u64,
         "action pre-initialised"
     );
-    Ok(snapshot)
+    Ok(PreInitialized { snapshot, output })
+}
+
+/// An action's engine state after its code was loaded, and what the code printed meanwhile
+/// (its top-level `console.log`s and `print`s), which every container of the action shows in
+/// the logs of its first activation, as OpenWhisk's runtimes do.
+pub struct PreInitialized {
+    pub snapshot: Snapshot,
+    pub output: Vec<CapturedLine>,
 }
 
 /// Runs the engine's init export on `document` in a fresh instance of `module` and returns
-/// the instance's state, or the engine's report of why the action does not initialise.
+/// the instance's state with what the code printed, or the engine's report of why the action
+/// does not initialise.
 fn initialize<B: Backend>(
     backend: &B,
     module: &B::Module,
     document: &str,
     deadline: Instant,
     cpu: CpuSlot,
-) -> Result<InstanceImage, ServiceError> {
+) -> Result<(InstanceImage, Vec<CapturedLine>), ServiceError> {
     let activation = activation(document.to_owned(), deadline);
     let image = backend.capture(module, &activation, Some(INIT_EXPORT), cpu);
-    let captured = activation.output.finish();
+    let mut captured = activation.output.finish();
     let stderr: String = captured
         .lines
         .iter()
@@ -301,7 +310,10 @@ fn initialize<B: Backend>(
         .result_line()
         .and_then(|line| serde_json::from_str::<InitReport>(line).ok());
     match report {
-        Some(InitReport { ok: true, .. }) => Ok(image),
+        Some(InitReport { ok: true, .. }) => {
+            captured.drop_result_line();
+            Ok((image, captured.lines))
+        }
         Some(InitReport {
             error: Some(error), ..
         }) => Err(ServiceError::InitFailed(error)),
@@ -321,13 +333,14 @@ pub fn initialized_image<B: Backend>(
     limit: Duration,
 ) -> anyhow::Result<InstanceImage> {
     let (_, module) = load_linked(backend, wasm, max_memory_bytes)?;
-    Ok(initialize(
+    let (image, _) = initialize(
         backend,
         &module,
         document,
         Instant::now() + limit,
         CpuSlot::detached(),
-    )?)
+    )?;
+    Ok(image)
 }
 
 #[cfg(test)]

@@ -294,33 +294,16 @@ impl PendingLogs {
     /// sentinels.
     pub fn append_activation(&self, captured: Captured) {
         let mut state = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        let mut dropped = false;
-        for line in captured.lines {
-            let line = PendingLine {
-                stream: line.stream,
-                text: Cow::Owned(unframed(line.text)),
-                time: line.time,
-            };
-            let cost = line.cost();
-            while state.bytes + cost > MAX_PENDING_BYTES || !self.budget.try_take(cost) {
-                match state.lines.pop_front() {
-                    Some(old) => {
-                        let freed = old.cost();
-                        state.bytes -= freed;
-                        self.budget.give_back(freed);
-                    }
-                    None => {
-                        dropped = true;
-                        break;
-                    }
-                }
-            }
-            if dropped {
-                break;
-            }
-            state.bytes += cost;
-            state.lines.push_back(line);
-        }
+        let dropped = !captured.lines.into_iter().all(|line| {
+            self.push(
+                &mut state,
+                PendingLine {
+                    stream: line.stream,
+                    text: Cow::Owned(unframed(line.text)),
+                    time: line.time,
+                },
+            )
+        });
         let time = OffsetDateTime::now_utc();
         let notice = |stream, text| PendingLine { stream, text, time };
         let mut closing = Vec::with_capacity(4);
@@ -343,6 +326,42 @@ impl PendingLogs {
             state.bytes += cost;
             state.lines.push_back(line);
         }
+    }
+
+    /// Holds what the action's code printed when it was loaded (at this container's /init, or
+    /// at the /init that made the snapshot it shares), stamped now: the first activation's
+    /// lines follow them, before its sentinels, as in OpenWhisk's runtimes, whose init writes
+    /// to the container's log before the first run.
+    pub fn hold_init_output(&self, lines: &[CapturedLine]) {
+        let mut state = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let time = OffsetDateTime::now_utc();
+        for line in lines {
+            let line = PendingLine {
+                stream: line.stream,
+                text: Cow::Owned(unframed(line.text.clone())),
+                time,
+            };
+            if !self.push(&mut state, line) {
+                break;
+            }
+        }
+    }
+
+    /// Appends a line, making room by dropping this container's oldest lines first; false when
+    /// there is no room even then (the line is dropped).
+    fn push(&self, state: &mut PendingState, line: PendingLine) -> bool {
+        let cost = line.cost();
+        while state.bytes + cost > MAX_PENDING_BYTES || !self.budget.try_take(cost) {
+            let Some(old) = state.lines.pop_front() else {
+                return false;
+            };
+            let freed = old.cost();
+            state.bytes -= freed;
+            self.budget.give_back(freed);
+        }
+        state.bytes += cost;
+        state.lines.push_back(line);
+        true
     }
 
     /// Takes every pending line as a json-file line, newline-terminated.

@@ -30,7 +30,7 @@ use crate::{
     error::ServiceError,
     host_io,
     language::{self, Engines, Language},
-    logs::{LogBudget, OutputCapture, PendingLogs},
+    logs::{CapturedLine, LogBudget, OutputCapture, PendingLogs},
     metrics::Metrics,
     namespace_volumes::Volumes,
     net::HttpGetter,
@@ -52,10 +52,12 @@ struct ContainerLimits {
     log_bytes: usize,
 }
 
-/// What an upload loads to: a module's code, or an engine's code with the action's snapshot.
+/// What an upload loads to: a module's code, or an engine's code with the action's snapshot
+/// and what its code printed while it was taken.
 pub struct LoadedCode<C> {
     code: Arc<C>,
     snapshot: Option<Arc<Snapshot>>,
+    init_output: Vec<CapturedLine>,
 }
 
 /// An initialized container: its prepared module and everything fixed at /init.
@@ -261,8 +263,7 @@ impl<B: Backend> Executor<B> {
         let grants = self
             .capabilities
             .grant(namespace, &value.annotations)
-            .await
-            .map_err(ServiceError::InitFailed)?;
+            .await?;
         let main = value.main.filter(|m| !m.is_empty());
         let mut env: BTreeMap<String, String> = value
             .env
@@ -295,15 +296,17 @@ impl<B: Backend> Executor<B> {
                     .upload_document(language::init_document(language, main, &env, sources))
             }
         };
-        let module = match upload.loaded() {
+        let (module, loaded) = match upload.loaded() {
             // Seen before: linking the shared code is all that is left, right here.
             Some(loaded) => {
                 let loaded = loaded?;
                 spec.snapshot = loaded.snapshot.clone();
-                self.link(&loaded.code, &spec)?
+                (self.link(&loaded.code, &spec)?, loaded)
             }
             None => self.load_and_link(&upload, language, spec).await?,
         };
+        let logs = PendingLogs::new(Arc::clone(&self.log_budget));
+        logs.hold_init_output(&loaded.init_output);
         reservation
             .commit(Container {
                 _upload: upload,
@@ -312,7 +315,7 @@ impl<B: Backend> Executor<B> {
                 env: env.into_iter().collect(),
                 timeout: limits.timeout,
                 log_limit_bytes: limits.log_bytes,
-                logs: PendingLogs::new(Arc::clone(&self.log_budget)),
+                logs,
             })
             .map_err(|_| {
                 ServiceError::NotFound(format!("container {id} was destroyed while it initialized"))
@@ -368,7 +371,7 @@ impl<B: Backend> Executor<B> {
         upload: &Arc<Upload<LoadedCode<B::Code>>>,
         language: Option<Language>,
         mut spec: ModuleSpec,
-    ) -> Result<B::Module, ServiceError> {
+    ) -> Result<(B::Module, Arc<LoadedCode<B::Code>>), ServiceError> {
         let engine = match language {
             Some(language) => Some(self.engine(language).await?),
             None => None,
@@ -381,9 +384,10 @@ impl<B: Backend> Executor<B> {
                 None => Ok(LoadedCode {
                     code: Arc::new(executor.load(text, binary)?),
                     snapshot: None,
+                    init_output: Vec::new(),
                 }),
                 Some(engine) => {
-                    let snapshot = language::pre_initialize(
+                    let initialized = language::pre_initialize(
                         executor.backend.as_ref(),
                         engine,
                         text,
@@ -393,12 +397,13 @@ impl<B: Backend> Executor<B> {
                     )?;
                     Ok(LoadedCode {
                         code: Arc::clone(&engine.code),
-                        snapshot: Some(Arc::new(snapshot)),
+                        snapshot: Some(Arc::new(initialized.snapshot)),
+                        init_output: initialized.output,
                     })
                 }
             })?;
             spec.snapshot = loaded.snapshot.clone();
-            executor.link(&loaded.code, &spec)
+            Ok((executor.link(&loaded.code, &spec)?, loaded))
         });
         tokio::time::timeout(max_init, preparing)
             .await

@@ -21,7 +21,7 @@ use rustix::{
 };
 use serde_json::Value;
 
-use super::{Capability, CapabilityId, Descriptor, Grant, Granted};
+use super::{Capability, CapabilityId, Descriptor, Grant, GrantError, Granted};
 use crate::namespace_volumes::Volumes;
 
 pub static DESCRIPTOR: Descriptor = Descriptor {
@@ -58,16 +58,21 @@ impl Capability for DirCapability {
         &'a self,
         namespace: Option<&'a str>,
         value: &'a Value,
-    ) -> BoxFuture<'a, Result<Granted, String>> {
+    ) -> BoxFuture<'a, Result<Granted, GrantError>> {
         async move {
             let requested = value.as_str().unwrap_or_default();
             let Some(namespace) = namespace else {
-                return Err("the `dir` annotation needs the action's namespace, which the invoker \
+                return Err(GrantError::Refused(
+                    "the `dir` annotation needs the action's namespace, which the invoker \
                      sends as `namespace` in the /init value (the OpenWhisk patch does); none was sent"
-                    .into());
+                        .into(),
+                ));
             };
             check_namespace(namespace)?;
-            self.volumes.prepare(namespace).await?;
+            self.volumes
+                .prepare(namespace)
+                .await
+                .map_err(GrantError::Unavailable)?;
             let granted = self.root.grant(namespace, requested)?;
             Ok(Arc::new(granted) as Granted)
         }

@@ -18,6 +18,7 @@ use std::{any::Any, collections::BTreeMap, fmt, sync::Arc};
 
 use futures_util::future::BoxFuture;
 use serde_json::Value;
+use thiserror::Error;
 
 use self::allow_list::AllowList;
 
@@ -42,6 +43,25 @@ impl CapabilityId {
 
     fn bit(self) -> u32 {
         1 << self as u32
+    }
+}
+
+/// Why an /init's annotations were not granted, and whose fault that is.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum GrantError {
+    /// The annotations ask for what the action may not have, or in a shape no grant takes:
+    /// the developer's error (502, as any refused /init).
+    #[error("{0}")]
+    Refused(String),
+    /// The grant is allowed but this executor cannot provide it as configured (e.g. quotas it
+    /// cannot enforce): the operator's error (500), whatever the action.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+impl From<String> for GrantError {
+    fn from(refusal: String) -> Self {
+        GrantError::Refused(refusal)
     }
 }
 
@@ -151,7 +171,7 @@ pub trait Capability: Send + Sync {
         &'a self,
         namespace: Option<&'a str>,
         value: &'a Value,
-    ) -> BoxFuture<'a, Result<Granted, String>>;
+    ) -> BoxFuture<'a, Result<Granted, GrantError>>;
 }
 
 /// A capability as this executor offers it: to the namespaces of its allow list.
@@ -181,7 +201,7 @@ impl Capabilities {
         &self,
         namespace: Option<&str>,
         annotations: &BTreeMap<String, Value>,
-    ) -> Result<Grants, String> {
+    ) -> Result<Grants, GrantError> {
         let mut grants = Grants::default();
         for offer in &self.offers {
             let descriptor = offer.capability.descriptor();
@@ -192,12 +212,12 @@ impl Capabilities {
                 continue;
             }
             if !offer.namespaces.allows(namespace) {
-                return Err(format!(
+                return Err(GrantError::Refused(format!(
                     "the `{}` annotation is not allowed for {} on this executor ({})",
                     descriptor.annotation,
                     shown_namespace(namespace),
                     descriptor.namespaces_option
-                ));
+                )));
             }
             let granted = offer.capability.grant(namespace, value).await?;
             grants.insert(descriptor.id, granted);
@@ -240,7 +260,7 @@ mod tests {
             &'a self,
             _namespace: Option<&'a str>,
             _value: &'a Value,
-        ) -> BoxFuture<'a, Result<Granted, String>> {
+        ) -> BoxFuture<'a, Result<Granted, GrantError>> {
             async { Ok(Arc::new(Counter) as Granted) }.boxed()
         }
     }
@@ -263,7 +283,10 @@ mod tests {
         let none = grant(Some("bob"), serde_json::json!({"net_access": false})).unwrap();
         assert_eq!(none.set(), GrantSet::default());
         let refused = grant(Some("bob"), serde_json::json!({"net_access": true})).unwrap_err();
-        assert!(refused.contains("--net-namespaces"), "{refused}");
+        assert!(
+            matches!(&refused, GrantError::Refused(why) if why.contains("--net-namespaces")),
+            "{refused}"
+        );
         assert!(grant(None, serde_json::json!({"net_access": 3})).is_err());
     }
 

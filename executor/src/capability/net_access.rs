@@ -6,7 +6,7 @@ use std::sync::Arc;
 use futures_util::{FutureExt, future::BoxFuture};
 use serde_json::Value;
 
-use super::{Capability, CapabilityId, Descriptor, Grant, Granted};
+use super::{Capability, CapabilityId, Descriptor, Grant, GrantError, Granted};
 use crate::net::{HttpGetter, IMPORT_MODULE};
 
 pub static DESCRIPTOR: Descriptor = Descriptor {
@@ -34,7 +34,7 @@ impl Capability for NetAccess {
         &'a self,
         _namespace: Option<&'a str>,
         _value: &'a Value,
-    ) -> BoxFuture<'a, Result<Granted, String>> {
+    ) -> BoxFuture<'a, Result<Granted, GrantError>> {
         let getter: Granted = Arc::clone(&self.getter) as Granted;
         async move { Ok(getter) }.boxed()
     }

@@ -384,6 +384,35 @@ impl Executor {
             .collect()
     }
 
+    /// Asserts that the line an action's top level printed on stdout at /init opens the logs
+    /// of each container's first activation, once: `first` holds the logs already collected
+    /// from `ids[0]`, the other containers' are collected here.
+    #[track_caller]
+    pub fn assert_init_output_opens_logs(
+        &self,
+        ids: &[&str],
+        first: &[(String, String)],
+        line: &str,
+    ) {
+        for (i, id) in ids.iter().enumerate() {
+            let logs = if i == 0 {
+                first.to_vec()
+            } else {
+                self.log_lines(id)
+            };
+            assert_eq!(
+                logs.first(),
+                Some(&("stdout".to_owned(), line.to_owned())),
+                "{id}: {logs:?}"
+            );
+            assert_eq!(
+                logs.iter().filter(|(_, l)| l == line).count(),
+                1,
+                "{id}: {logs:?}"
+            );
+        }
+    }
+
     /// An executor with a language engine (`option` PATH) for tests of actions in that
     /// language, or `None` after checking that a build which runs precompiled artifacts only
     /// refuses them (the /init `probe`) as the operator's problem, naming the engine's language.

@@ -7,7 +7,7 @@ pub mod cpu;
 use std::{path::PathBuf, process::ExitCode};
 
 use anyhow::{Context, bail};
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches, Parser};
 use wasm_artifact::{Envelope, OperatorKey, RuntimeId, host_target, package};
 
 pub use cpu::{CpuLevel, TargetCpu};
@@ -21,7 +21,9 @@ pub trait Compiler {
 
     /// Targets this compiler can produce code for.
     fn supported_targets(&self) -> Vec<String> {
-        vec![host_target(), "aarch64-unknown-linux-gnu".into()]
+        let mut targets = vec![host_target(), "aarch64-unknown-linux-gnu".into()];
+        targets.dedup();
+        targets
     }
 
     /// Native code for `target` and `cpu` (the driver checked that a level is one of the
@@ -41,6 +43,7 @@ pub struct NoOptions {}
 
 /// Precompile a WebAssembly module ahead of time for the executor.
 #[derive(Debug, Parser)]
+#[command(version)]
 pub struct Args<O: clap::Args> {
     /// The portable module (.wasm) to compile.
     pub input: PathBuf,
@@ -77,7 +80,15 @@ pub struct Args<O: clap::Args> {
 
 /// Parses the command line, compiles, and reports; the `main` of every runtime binary.
 pub fn run_main<C: Compiler>(compiler: C) -> ExitCode {
-    match run(&compiler, Args::<C::Options>::parse()) {
+    // Named after the runtime's binary, for --version and the usage line (clap keeps the name
+    // for the process's life).
+    let name: &'static str = format!("wasm-precompile-{}", C::RUNTIME).leak();
+    let command = Args::<C::Options>::command().name(name);
+    let args = match Args::<C::Options>::from_arg_matches(&command.get_matches()) {
+        Ok(args) => args,
+        Err(error) => error.exit(),
+    };
+    match run(&compiler, args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {error:#}");

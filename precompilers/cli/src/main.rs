@@ -37,7 +37,8 @@ enum Command {
         args: Vec<String>,
     },
     /// Turn a JavaScript or Python action (.js or .py, or a zip) into one portable module, its
-    /// engine pre-initialised with its code, for `compile`; run `wasm-precompile snapshot --help`.
+    /// engine pre-initialised with its code, for `compile`; run `wasm-precompile snapshot -- --help`
+    /// for its flags.
     Snapshot {
         /// INPUT.js|INPUT.py|INPUT.zip --js-engine quickjs.wasm | --python-engine python.wasm
         /// [--main NAME] [--env NAME=VALUE] [-o OUT.wasm].
@@ -93,7 +94,9 @@ fn delegate(tool: &str, target: &str, args: &[String]) -> anyhow::Result<ExitCod
         .with_file_name(format!("wasm-precompile-{tool}"));
     if !binary.exists() {
         bail!(
-            "{} is not installed next to wasm-precompile; build it with `make {target}`",
+            "{} is not installed next to wasm-precompile: in a checkout, build it with `make {target}`; \
+             a release's aarch64 archive holds wasmtime's compiler only (precompile for wasmer and WAMR \
+             on x86_64 with --target aarch64-unknown-linux-gnu)",
             binary.display()
         );
     }

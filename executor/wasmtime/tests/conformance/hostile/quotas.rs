@@ -58,13 +58,14 @@ fn a_namespace_fills_its_own_quota_and_no_more() {
     let root = ScratchDir::new("quota-root");
     let ex = start(&root);
     if !harness::quotas_enforceable() {
-        // The hardened image has no capability to mount: grants are refused, saying why.
+        // The hardened image has no capability to mount: grants are refused, saying why, as the
+        // operator's error (500), not the action's.
         let r = ex.init_code(
             "alice",
             &action("hostile"),
             harness::granted_in("alice", "/data"),
         );
-        let error = r.expect(502).error();
+        let error = r.expect(500).error();
         assert!(
             error.contains("quota") && error.contains("--dir-quota-mb 0"),
             "{error}"
