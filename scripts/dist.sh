@@ -157,8 +157,8 @@ describe() {
     } >"$dir/README.md"
 }
 
-# stage_binaries DIR FROM NAME...: stripped copies of FROM/NAME in DIR/bin, the engines, the
-# licences.
+# stage_binaries DIR FROM STRIP NAME...: copies of FROM/NAME in DIR/bin stripped by STRIP (the
+# target's strip), the engines, the licences.
 stage_binaries() {
     local dir="$1" from="$2" strip="$3" name
     shift 3
@@ -173,10 +173,8 @@ stage_binaries() {
 
 # --- building -----------------------------------------------------------------------------------
 
-if wants x86_64 || wants aarch64; then
-    for engine in quickjs python; do
-        [[ -s actions/dist/$engine.wasm ]] || actions/build.sh quickjs python
-    done
+if (wants x86_64 || wants aarch64) && ! [[ -s actions/dist/quickjs.wasm && -s actions/dist/python.wasm ]]; then
+    actions/build.sh quickjs python
 fi
 if wants x86_64; then
     step "dist: the host build (every runtime, as make test builds it)"

@@ -272,6 +272,15 @@ struct PendingLine {
 }
 
 impl PendingLine {
+    /// A line the guest wrote, kept with `time`; the sentinel cannot pass (see [`unframed`]).
+    fn from_guest(line: CapturedLine, time: OffsetDateTime) -> Self {
+        PendingLine {
+            stream: line.stream,
+            text: Cow::Owned(unframed(line.text)),
+            time,
+        }
+    }
+
     fn cost(&self) -> usize {
         self.text.len() + LINE_COST
     }
@@ -295,14 +304,8 @@ impl PendingLogs {
     pub fn append_activation(&self, captured: Captured) {
         let mut state = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let dropped = !captured.lines.into_iter().all(|line| {
-            self.push(
-                &mut state,
-                PendingLine {
-                    stream: line.stream,
-                    text: Cow::Owned(unframed(line.text)),
-                    time: line.time,
-                },
-            )
+            let time = line.time;
+            self.push(&mut state, PendingLine::from_guest(line, time))
         });
         let time = OffsetDateTime::now_utc();
         let notice = |stream, text| PendingLine { stream, text, time };
@@ -336,12 +339,7 @@ impl PendingLogs {
         let mut state = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let time = OffsetDateTime::now_utc();
         for line in lines {
-            let line = PendingLine {
-                stream: line.stream,
-                text: Cow::Owned(unframed(line.text.clone())),
-                time,
-            };
-            if !self.push(&mut state, line) {
+            if !self.push(&mut state, PendingLine::from_guest(line.clone(), time)) {
                 break;
             }
         }
