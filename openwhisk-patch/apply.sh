@@ -7,6 +7,8 @@
 #     core/invoker/src/main/scala/org/apache/openwhisk/core/containerpool/wasm/
 #   - standalone-wasm.conf into core/standalone/src/main/resources/
 #   - the wasm:0.1 kind into ansible/files/runtimes.json (which the standalone jar embeds)
+#   - upstream/fpc-pass-action.patch into FunctionPullingContainerProxy.scala (the scheduler
+#     path then passes the action to the factory and to initialize, as ContainerProxy does)
 #
 # Usage: apply.sh <openwhisk-checkout>
 # Running it again is harmless: files are replaced by the same content and the kind is only
@@ -19,6 +21,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 die() { echo "apply.sh: $*" >&2; exit 1; }
 
 [ $# -eq 1 ] || die "usage: apply.sh <openwhisk-checkout>"
+command -v patch >/dev/null || die "patch(1) is not installed (apt-get install patch)"
 ow="$(cd "$1" 2>/dev/null && pwd)" || die "no such directory: $1"
 
 # --- recognise the checkout ------------------------------------------------------------
@@ -64,6 +67,19 @@ mkdir -p "$target/client"
 cp "$here"/src/main/scala/org/apache/openwhisk/core/containerpool/wasm/*.scala "$target/"
 cp "$here"/executor-client/src/main/scala/org/apache/openwhisk/core/containerpool/wasm/client/*.scala "$target/client/"
 echo "sources      -> ${target#$ow/}/ ($(find "$target" -name '*.scala' | wc -l) files)"
+
+# --- the scheduler path passes the action (upstream/fpc-pass-action.patch) ------------------
+# FunctionPullingContainerProxy gives the action neither to createContainer nor to initialize;
+# ContainerProxy gives both, and the wasm containers need its annotations and limits.
+fpc_patch="$here/upstream/fpc-pass-action.patch"
+if patch -d "$ow" -p1 -R --dry-run --force --silent < "$fpc_patch" >/dev/null 2>&1; then
+  echo "scheduler    -> FunctionPullingContainerProxy already passes the action"
+elif patch -d "$ow" -p1 --forward --dry-run --silent < "$fpc_patch" >/dev/null 2>&1; then
+  patch -d "$ow" -p1 --forward --silent < "$fpc_patch"
+  echo "scheduler    -> FunctionPullingContainerProxy passes the action (upstream/fpc-pass-action.patch)"
+else
+  die "$ow is not a version this patch knows: upstream/fpc-pass-action.patch does not apply to FunctionPullingContainerProxy.scala"
+fi
 
 # --- standalone configuration ----------------------------------------------------------------
 cp "$here/conf/standalone-wasm.conf" "$standalone_res/standalone-wasm.conf"

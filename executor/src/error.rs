@@ -11,6 +11,10 @@ use thiserror::Error;
 
 use crate::{capability::GrantError, outcome::Outcome, pool::PoolError};
 
+/// The `Retry-After` of a 503 that passes as activations end (HTTP wants whole seconds; a client
+/// may well ask again sooner).
+pub const RETRY_AFTER_SECONDS: &str = "1";
+
 /// Why a request got no result. Every status the API answers with besides 200 comes from
 /// [`ServiceError::status`].
 #[derive(Debug, Clone, Error)]
@@ -47,9 +51,14 @@ pub enum ServiceError {
     /// dictionary): the developer's error.
     #[error("{0}")]
     ActionFailed(String),
-    /// 503: the executor is at capacity; OpenWhisk may send the request elsewhere.
+    /// 503 with `Retry-After`: the executor is at capacity for the moment (execution slots and
+    /// queue, request bodies, connections); it passes as running activations end.
     #[error("{0}")]
     Overloaded(String),
+    /// 503 without `Retry-After`: /init beyond `--max-containers`, which lasts until a container
+    /// is destroyed; sending the request again soon does not help.
+    #[error("{0}")]
+    Full(String),
     /// 500: the executor itself failed (a worker was lost, the runtime could not prepare or
     /// start an instance for a reason that is not the action's, a grant it cannot provide as
     /// configured).
@@ -70,7 +79,7 @@ impl ServiceError {
             ServiceError::BodyTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ServiceError::NotJson(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ServiceError::InitFailed(_) | ServiceError::ActionFailed(_) => StatusCode::BAD_GATEWAY,
-            ServiceError::Overloaded(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ServiceError::Overloaded(_) | ServiceError::Full(_) => StatusCode::SERVICE_UNAVAILABLE,
             ServiceError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -107,10 +116,18 @@ impl IntoResponse for ServiceError {
     fn into_response(self) -> Response {
         let status = self.status();
         let mut response = (status, Json(json!({ "error": self.to_string() }))).into_response();
-        if status == StatusCode::UNAUTHORIZED {
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        let headers = response.headers_mut();
+        match self {
+            ServiceError::Unauthorized(_) => {
+                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            ServiceError::Overloaded(_) => {
+                headers.insert(
+                    header::RETRY_AFTER,
+                    HeaderValue::from_static(RETRY_AFTER_SECONDS),
+                );
+            }
+            _ => {}
         }
         response
     }

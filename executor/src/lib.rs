@@ -12,6 +12,7 @@ pub mod export_globals;
 pub mod guard;
 pub mod host_io;
 pub mod language;
+pub mod lingering;
 pub mod logs;
 pub mod loop_device;
 pub mod metrics;

@@ -26,6 +26,8 @@ use tokio::{
 };
 use tower_service::Service;
 
+use crate::lingering::Lingering;
+
 /// How the server treats its connections.
 #[derive(Debug, Clone, Copy)]
 pub struct ConnectionLimits {
@@ -39,7 +41,7 @@ pub struct ConnectionLimits {
 /// What a newcomer gets when every connection is busy.
 const BUSY_ANSWER: &[u8] =
     b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\
-connection: close\r\ncontent-length: 77\r\n\r\n\
+retry-after: 1\r\nconnection: close\r\ncontent-length: 77\r\n\r\n\
 {\"error\":\"the executor serves as many connections as it may; retry elsewhere\"}";
 
 /// Pause after an accept error, so that a process out of descriptors does not spin.
@@ -202,7 +204,7 @@ async fn serve_connection<Io>(
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout)
         .keep_alive(true);
-    let connection = builder.serve_connection(TokioIo::new(io), service);
+    let connection = builder.serve_connection(TokioIo::new(Lingering::new(io)), service);
     tokio::pin!(connection);
     let shed = state.shed.notified();
     tokio::pin!(shed);

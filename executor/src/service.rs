@@ -217,7 +217,10 @@ impl<B: Backend> Executor<B> {
             .await;
         // Turned away before anything was tried (a 503, counted as a rejection by the API):
         // not an init that failed.
-        if !matches!(result, Err(ServiceError::Overloaded(_))) {
+        if !matches!(
+            result,
+            Err(ServiceError::Overloaded(_) | ServiceError::Full(_))
+        ) {
             self.metrics.init(result.is_ok(), started.elapsed());
         }
         match &result {
@@ -249,7 +252,7 @@ impl<B: Backend> Executor<B> {
             Reserve::Reserved(reservation) => reservation,
             Reserve::Taken => return Err(ServiceError::Refused(MORE_THAN_ONCE.into())),
             Reserve::Full => {
-                return Err(ServiceError::Overloaded(format!(
+                return Err(ServiceError::Full(format!(
                     "the executor holds its maximum of {} containers; retry elsewhere",
                     self.config.max_containers
                 )));

@@ -119,6 +119,8 @@ fn a_full_pool_answers_503_so_openwhisk_reschedules() {
     std::thread::sleep(Duration::from_millis(300));
     let r = ex.run("loop", json!({}));
     assert!(r.expect(503).error().contains("capacity"), "{}", r.text());
+    // It passes as activations end: worth asking again soon.
+    assert_eq!(r.header("retry-after"), Some("1"));
     assert_eq!(busy.join().unwrap(), 502);
     ex.run("loop", json!({})).expect(200);
     let metrics = ex.get("/metrics").text();

@@ -156,6 +156,8 @@ fn containers_beyond_the_maximum_are_turned_away() {
         r.expect(503).error(),
         "the executor holds its maximum of 3 containers; retry elsewhere"
     );
+    // Only destroying a container makes room: no `Retry-After`, a client need not ask again soon.
+    assert_eq!(r.header("retry-after"), None);
     ex.post("/c1/destroy", "").expect(200);
     ex.init_action("c4", "echo");
     assert_eq!(
@@ -183,6 +185,7 @@ fn request_bodies_beyond_the_shared_budget_wait_for_nothing() {
         r.expect(503).error(),
         "the executor holds as many request bodies as it may; retry elsewhere"
     );
+    assert_eq!(r.header("retry-after"), Some("1"));
     // while small requests still fit.
     assert_eq!(
         ex.run("echo", json!({"small": true})).expect(200).json(),

@@ -30,15 +30,7 @@ import org.apache.openwhisk.common.{Logging, TransactionId}
 import org.apache.openwhisk.core.{ConfigKeys, WhiskConfig}
 import org.apache.openwhisk.core.containerpool._
 import org.apache.openwhisk.core.containerpool.wasm.client._
-import org.apache.openwhisk.core.entity.{
-  ByteSize,
-  ExecManifest,
-  ExecutableWhiskAction,
-  FullyQualifiedEntityName,
-  InvokerInstanceId,
-  WhiskAction,
-  WhiskEntityStore
-}
+import org.apache.openwhisk.core.entity.{ByteSize, ExecManifest, ExecutableWhiskAction, InvokerInstanceId}
 import pureconfig._
 import pureconfig.generic.auto._
 
@@ -57,6 +49,14 @@ object WasmContainerFactory {
     val config = ConfigFactory.load()
     if (config.hasPath(ConfigKey)) loadConfigOrThrow[WasmExecutorConfig](config, ConfigKey) else WasmExecutorConfig()
   }
+
+  /** The invoker OpenWhisk runs (`whisk.spi.InvokerProvider`), e.g. `…invoker.FPCInvokerReactive`. */
+  def invokerProvider(): String = {
+    val config = ConfigFactory.load()
+    if (config.hasPath(InvokerProviderKey)) config.getString(InvokerProviderKey) else ""
+  }
+
+  private val InvokerProviderKey = "whisk.spi.InvokerProvider"
 }
 
 /**
@@ -79,14 +79,12 @@ class WasmContainerFactory(instance: InvokerInstanceId,
   /** Differs between two starts of the same invoker, so a new container never meets an old id. */
   private val nonce = java.lang.Long.toString(System.currentTimeMillis(), 36)
 
-  /**
-   * The actions' store, for the scheduler path, which passes the action neither to
-   * createContainer nor to initialize (see WasmContainer.initialize); made on first use.
-   */
-  private lazy val entityStore = WhiskEntityStore.datastore()
+  /** Whether this invoker is the scheduler path's, which can hand an activation to another invoker. */
+  private val schedulerPath = Attribution.isSchedulerPath(WasmContainerFactory.invokerProvider())
 
-  private def lookupAction(name: FullyQualifiedEntityName, tid: TransactionId): Future[WhiskAction] =
-    WhiskAction.resolveActionAndMergeParameters(entityStore, name)(ec, tid)
+  /** How long a passing 503 is sent again on this path before the verdict. */
+  private val capacityRetryFor =
+    if (schedulerPath) executorConfig.capacityRetryBeforeReschedule else executorConfig.capacityRetryFor
 
   /** All containers share the executor's address; the container id selects the route. */
   private val executorAddress: ContainerAddress = {
@@ -113,8 +111,8 @@ class WasmContainerFactory(instance: InvokerInstanceId,
         memory,
         action,
         baseEnv,
-        executorConfig.capacityRetryFor,
-        lookupAction))
+        schedulerPath,
+        capacityRetryFor))
   }
 
   override def createContainer(tid: TransactionId,
@@ -131,7 +129,11 @@ class WasmContainerFactory(instance: InvokerInstanceId,
   override def init(): Unit = {
     try {
       val health = admin.health()
-      logging.info(this, s"wasm executor at ${executorConfig.baseUrl}: ${health.compactPrint}")(TransactionId.invoker)
+      val path = if (schedulerPath) "the scheduler path" else "the ContainerPool path"
+      logging.info(
+        this,
+        s"wasm executor at ${executorConfig.baseUrl}: ${health.compactPrint}; on $path, a busy executor's 503 is sent again for $capacityRetryFor")(
+        TransactionId.invoker)
     } catch {
       case NonFatal(t) =>
         // The invoker still starts: the executor may come up later, and every activation until

@@ -23,6 +23,7 @@
 package org.apache.openwhisk.core.containerpool.wasm.client
 
 import java.io.IOException
+import java.time.Instant
 import java.util.concurrent.atomic.{AtomicBoolean, AtomicReference}
 
 import org.apache.pekko.actor.ActorSystem
@@ -112,47 +113,62 @@ final class ExecutorClient(val config: WasmExecutorConfig)(implicit system: Acto
    * POSTs `body` to `/{id}/{action}` (`init` or `run`) and waits at most `timeout` plus the
    * configured slack. An answer longer than `maxResponseBytes` is cut to `truncationBytes`.
    *
-   * While the executor answers 503 (at capacity), the request is sent again with growing pauses
-   * for up to `capacityRetryFor`, never past `timeout`: the executor turns a request away before
-   * running anything, so sending it again is safe. A 503 after that is returned as Reschedule.
+   * While the executor answers 503 with `Retry-After` (busy for the moment), the request is sent
+   * again with growing pauses for up to `capacityRetryFor`: the executor turns a request away
+   * before running anything, so sending it again is safe. A /run sent again has its `deadline`
+   * moved by the time waited (see [[RunBody.postponeDeadline]]), and each attempt gets the whole
+   * `timeout`: the waiting is not charged to the action. A 503 without `Retry-After` (no room for another container) is
+   * returned at once, as is the last 503 when the time is up.
    *
    * A /run of a container the executor does not hold (404), or of one initialized by an
    * executor instance that has since been replaced (`initializedBy`, not sent at all), is
    * ContainerLost.
    */
+  def exchange(id: String,
+               action: String,
+               body: JsObject,
+               timeout: FiniteDuration,
+               maxResponseBytes: Long,
+               truncationBytes: Long,
+               capacityRetryFor: FiniteDuration = Duration.Zero,
+               initializedBy: Option[String] = None): Future[Exchange] = {
+    val isRun = action == "run"
+    val target = url(id, action)
+    val retryUntil = capacityRetryFor.fromNow
+    val first = Instant.now
+
+    def attempt(pause: FiniteDuration): Future[Exchange] = {
+      val sent = Instant.now
+      val payload = if (isRun) RunBody.postponeDeadline(body, sent.toEpochMilli - first.toEpochMilli) else body
+      val entity = HttpEntity(ContentTypes.`application/json`, payload.compactPrint)
+      val request = HttpRequest(HttpMethods.POST, target, headers = jsonAccept :: authorization, entity = entity)
+      send(request, timeout + config.requestSlack, maxResponseBytes, truncationBytes).flatMap {
+        case AtCapacity(_, true) if retryUntil.timeLeft > pause =>
+          org.apache.pekko.pattern.after(pause)(attempt((pause * 2) min ExecutorClient.MaxCapacityPause))
+        case a: Answered if isRun && a.status == StatusCodes.NotFound.intValue =>
+          val why = knownLost(id, initializedBy).getOrElse(
+            s"the wasm executor does not hold container $id (${a.errorMessage.getOrElse("HTTP 404")})")
+          Future.successful(Exchange(ContainerLost(why), sent))
+        case outcome => Future.successful(Exchange(outcome, sent))
+      }
+    }
+    (if (isRun) knownLost(id, initializedBy) else None) match {
+      case Some(reason) => Future.successful(Exchange(ContainerLost(reason), Instant.now))
+      case None         => attempt(ExecutorClient.FirstCapacityPause)
+    }
+  }
+
+  /** [[exchange]], for callers that need only the outcome. */
   def post(id: String,
            action: String,
-           body: JsValue,
+           body: JsObject,
            timeout: FiniteDuration,
            maxResponseBytes: Long,
            truncationBytes: Long,
            capacityRetryFor: FiniteDuration = Duration.Zero,
-           initializedBy: Option[String] = None): Future[ExecutorOutcome] = {
-    val isRun = action == "run"
-    val target = url(id, action)
-    val entity = HttpEntity(ContentTypes.`application/json`, body.compactPrint)
-    val deadline = timeout.fromNow
-    val retryUntil = (capacityRetryFor min timeout).fromNow
-
-    def attempt(pause: FiniteDuration): Future[ExecutorOutcome] = {
-      val request = HttpRequest(HttpMethods.POST, target, headers = jsonAccept :: authorization, entity = entity)
-      val left = if (deadline.hasTimeLeft()) deadline.timeLeft else Duration.Zero
-      send(request, left + config.requestSlack, maxResponseBytes, truncationBytes).flatMap {
-        case Reschedule(_) if retryUntil.timeLeft > pause =>
-          org.apache.pekko.pattern.after(pause)(attempt((pause * 2) min ExecutorClient.MaxCapacityPause))
-        case TimedOut(_) => Future.successful(TimedOut(timeout + config.requestSlack))
-        case a: Answered if isRun && a.status == StatusCodes.NotFound.intValue =>
-          val why = knownLost(id, initializedBy).getOrElse(
-            s"the wasm executor does not hold container $id (${a.errorMessage.getOrElse("HTTP 404")})")
-          Future.successful(ContainerLost(why))
-        case outcome => Future.successful(outcome)
-      }
-    }
-    (if (isRun) knownLost(id, initializedBy) else None) match {
-      case Some(reason) => Future.successful(ContainerLost(reason))
-      case None         => attempt(ExecutorClient.FirstCapacityPause)
-    }
-  }
+           initializedBy: Option[String] = None): Future[ExecutorOutcome] =
+    exchange(id, action, body, timeout, maxResponseBytes, truncationBytes, capacityRetryFor, initializedBy)
+      .map(_.outcome)
 
   /** `POST /{id}/init` with `{"value": value}`. */
   def init(id: String, value: JsObject, timeout: FiniteDuration): Future[ExecutorOutcome] =
@@ -231,12 +247,13 @@ final class ExecutorClient(val config: WasmExecutorConfig)(implicit system: Acto
   /** Mirrors OpenWhisk's container clients: no Content-Length (or 204) counts as no answer. */
   private def readAnswer(response: HttpResponse, maxResponseBytes: Long, truncationBytes: Long): Future[ExecutorOutcome] = {
     noteInstance(response)
+    val retryAfter = response.headers.exists(_.is("retry-after"))
     val entity = response.entity.withoutSizeLimit
     entity.contentLengthOption match {
       case Some(length) if response.status != StatusCodes.NoContent =>
         if (length <= maxResponseBytes) {
           entity.dataBytes.runFold(ByteString.empty)(_ ++ _).map { bytes =>
-            classify(response.status.intValue, bytes.utf8String, None)
+            classify(response.status.intValue, bytes.utf8String, None, retryAfter)
           }
         } else {
           // Keep the first `truncationBytes`, but read to the end so the connection stays usable.
@@ -244,7 +261,7 @@ final class ExecutorClient(val config: WasmExecutorConfig)(implicit system: Acto
             .runFold(ByteString.empty)((kept, chunk) => if (kept.size >= truncationBytes) kept else kept ++ chunk)
             .map { bytes =>
               val cut = bytes.take(truncationBytes.toInt).utf8String
-              classify(response.status.intValue, cut, Some(Truncation(length, maxResponseBytes)))
+              classify(response.status.intValue, cut, Some(Truncation(length, maxResponseBytes)), retryAfter)
             }
         }
       case _ =>
@@ -254,8 +271,8 @@ final class ExecutorClient(val config: WasmExecutorConfig)(implicit system: Acto
     }
   }
 
-  private def classify(status: Int, body: String, truncated: Option[Truncation]): ExecutorOutcome =
-    if (status == StatusCodes.ServiceUnavailable.intValue) Reschedule(body)
+  private def classify(status: Int, body: String, truncated: Option[Truncation], retryAfter: Boolean): ExecutorOutcome =
+    if (status == StatusCodes.ServiceUnavailable.intValue) AtCapacity(body, retryAfter)
     else Answered(status, body, truncated)
 
   /** Connection failures become Unreachable; anything else that broke the exchange, NoResponse. */

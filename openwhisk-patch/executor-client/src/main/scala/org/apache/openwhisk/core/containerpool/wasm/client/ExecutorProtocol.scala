@@ -105,6 +105,24 @@ object InitBody {
   }
 }
 
+/** The body of a /run request, as OpenWhisk's Container.run builds it. */
+object RunBody {
+
+  /**
+   * The body with its `deadline` (epoch milliseconds, as OpenWhisk sends it: a string) moved
+   * `waitedMillis` later. OpenWhisk fixes the deadline just before the first attempt, and the
+   * executor ends the activation there; when the request is sent again after a 503, the time
+   * waited is the platform's, not the action's. A body without a deadline, or with one that is
+   * not a number, is left alone (the executor then applies the action's time limit).
+   */
+  def postponeDeadline(body: JsObject, waitedMillis: Long): JsObject =
+    body.fields.get("deadline") match {
+      case Some(JsString(d)) if waitedMillis > 0 && d.nonEmpty && d.forall(_.isDigit) =>
+        JsObject(body.fields.updated("deadline", JsString((d.toLong + waitedMillis).toString)))
+      case _ => body
+    }
+}
+
 /**
  * Container ids in the executor: one path segment of `[A-Za-z0-9._-]`, at most 128 characters.
  * The invoker makes them itself (no round trip): OpenWhisk's container name, which starts with
@@ -146,8 +164,8 @@ sealed trait ExecutorOutcome
 object ExecutorOutcome {
 
   /**
-   * The executor answered (any status but 503). For /run: 200 with a JSON object is a result
-   * (with `error` an application error), anything else a failed activation.
+   * The executor answered (any status but 503). Whose outcome it is, the action's or the
+   * platform's, is decided by [[Attribution]].
    */
   final case class Answered(status: Int, body: String, truncated: Option[Truncation] = None) extends ExecutorOutcome {
     def ok: Boolean = status == 200 && truncated.isEmpty
@@ -163,8 +181,12 @@ object ExecutorOutcome {
       }
   }
 
-  /** 503: the executor is at capacity (or going away); OpenWhisk should run the activation elsewhere. */
-  final case class Reschedule(body: String) extends ExecutorOutcome
+  /**
+   * 503: the executor turned the request away before running anything. With `passes` (the
+   * answer has `Retry-After`) it is busy for the moment and sending the request again soon may
+   * succeed; without, it holds as many containers as it may, which lasts until one is destroyed.
+   */
+  final case class AtCapacity(body: String, passes: Boolean) extends ExecutorOutcome
 
   /** No connection could be made, or it broke before an answer: the executor is down or crashed. */
   final case class Unreachable(url: String, cause: Throwable) extends ExecutorOutcome {
@@ -199,6 +221,9 @@ object ExecutorOutcome {
   final case class NoResponse(reason: String) extends ExecutorOutcome
 }
 
+/** How an /init or /run ended, and when the attempt that ended it was sent (after any 503s). */
+final case class Exchange(outcome: ExecutorOutcome, sent: java.time.Instant)
+
 /** Thrown by the client when an operation other than init/run could not be done. */
 final case class ExecutorRequestFailed(operation: String, outcome: ExecutorOutcome)
     extends RuntimeException(s"wasm executor: $operation failed: ${ExecutorRequestFailed.describe(outcome)}")
@@ -206,7 +231,7 @@ final case class ExecutorRequestFailed(operation: String, outcome: ExecutorOutco
 object ExecutorRequestFailed {
   def describe(outcome: ExecutorOutcome): String = outcome match {
     case a: ExecutorOutcome.Answered    => s"HTTP ${a.status}${a.errorMessage.map(": " + _).getOrElse("")}"
-    case ExecutorOutcome.Reschedule(b)  => s"HTTP 503 $b"
+    case ExecutorOutcome.AtCapacity(b, _) => s"HTTP 503 $b"
     case u: ExecutorOutcome.Unreachable => u.message
     case ExecutorOutcome.ContainerLost(r) => r
     case ExecutorOutcome.TimedOut(d)    => s"no answer within $d"

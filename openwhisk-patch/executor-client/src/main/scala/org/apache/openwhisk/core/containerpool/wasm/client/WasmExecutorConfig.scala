@@ -44,13 +44,15 @@ import scala.concurrent.duration._
  * @param logPollInterval     pause between two such asks
  * @param maxLogLineBytes     longest single log line accepted from the executor
  * @param cleanupTimeout      overall bound for removing leftover containers at start and stop
- * @param capacityRetryFor    how long the invoker retries /init or /run (with backoff, never past
- *                            the action's time limit, which the waiting counts against) while
- *                            the executor answers 503 "at capacity", before handing the 503 to
- *                            OpenWhisk's reschedule path (ContainerHealthError). Zero hands it
- *                            over at once; but OpenWhisk re-runs only activations of resumed
- *                            containers there, and drops the others (the client gets a 202 and
- *                            no result), so the default waits for the executor instead.
+ * @param capacityRetryFor    how long the invoker sends /init or /run again, with growing pauses,
+ *                            while the executor answers 503 "at capacity" with `Retry-After`, on
+ *                            OpenWhisk's ContainerPool path; then the activation ends as a system
+ *                            error. There, a reschedule would only bring the activation back to
+ *                            the same executor. The waiting is not charged to the action: each
+ *                            attempt gets the action's whole time limit.
+ * @param capacityRetryBeforeReschedule the same on the scheduler path (FPCInvokerReactive), where
+ *                            the activation then goes back to the scheduler's queue, from which
+ *                            another invoker can take it; so a short wait
  * @param authTokenFile       file holding the executor's bearer token (its --auth-token-file);
  *                            sent as `Authorization: Bearer …` with every request. Unset: none
  *                            is sent, for an executor without a token.
@@ -68,6 +70,7 @@ final case class WasmExecutorConfig(url: String = "http://127.0.0.1:9000",
                                     maxLogLineBytes: Int = 16 * 1024 * 1024,
                                     cleanupTimeout: FiniteDuration = 30.seconds,
                                     capacityRetryFor: FiniteDuration = 30.seconds,
+                                    capacityRetryBeforeReschedule: FiniteDuration = 1.second,
                                     authTokenFile: Option[String] = None) {
   require(url.startsWith("http://"), s"whisk.wasm-executor.url must be an http:// URL, got '$url'")
   require(maxConnections > 0, "whisk.wasm-executor.max-connections must be > 0")

@@ -85,11 +85,11 @@ final class ScriptedServer(script: (String, String, String, OutputStream, Socket
 }
 
 object ScriptedServer {
-  def respond(out: OutputStream, status: Int, body: String, contentLength: Boolean = true): Unit = {
+  def respond(out: OutputStream, status: Int, body: String, contentLength: Boolean = true, extra: String = ""): Unit = {
     val bytes = body.getBytes(UTF_8)
     val head =
-      if (contentLength) s"HTTP/1.1 $status X\r\nContent-Type: application/json\r\nContent-Length: ${bytes.length}\r\nConnection: close\r\n\r\n"
-      else s"HTTP/1.1 $status X\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+      if (contentLength) s"HTTP/1.1 $status X\r\nContent-Type: application/json\r\nContent-Length: ${bytes.length}\r\n${extra}Connection: close\r\n\r\n"
+      else s"HTTP/1.1 $status X\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n${extra}Connection: close\r\n\r\n"
     out.write(head.getBytes(UTF_8))
     if (contentLength) out.write(bytes)
     else {
@@ -109,15 +109,22 @@ class ClientMappingSpec extends AnyFlatSpec with Matchers with BeforeAndAfterAll
 
   private val logCalls = new AtomicInteger(0)
   private val busyCalls = new AtomicInteger(0)
+  private val fullCalls = new AtomicInteger(0)
+  private val deadlines = new java.util.concurrent.ConcurrentLinkedQueue[Long]()
+  private def busy(out: OutputStream) = respond(out, 503, """{"error":"at capacity"}""", extra = "Retry-After: 1\r\n")
   private def logLine(stream: String, text: String) = LogLine("t", stream, text).toJson.compactPrint
   private val sentinelLines = Seq("stdout", "stderr").map(logLine(_, ExecutorLogs.Sentinel + "\n"))
 
   private val server = new ScriptedServer((method, path, body, out, socket) =>
     path match {
       case "/c1/run" if body.contains("\"mode\":\"ok\"") => respond(out, 200, """{"ok":true}""")
-      case "/c1/run" if body.contains("\"mode\":\"busy\"") => respond(out, 503, """{"error":"at capacity"}""")
+      case "/c1/run" if body.contains("\"mode\":\"busy\"") => busy(out)
+      case "/c1/run" if body.contains("\"mode\":\"full\"") =>
+        fullCalls.incrementAndGet()
+        respond(out, 503, """{"error":"the executor holds its maximum of 3 containers; retry elsewhere"}""")
       case "/c1/run" if body.contains("\"mode\":\"busy-twice\"") =>
-        if (busyCalls.incrementAndGet() <= 2) respond(out, 503, """{"error":"at capacity"}""") else respond(out, 200, """{"ok":true}""")
+        deadlines.add(body.parseJson.asJsObject.fields("deadline") match { case JsString(d) => d.toLong; case other => sys.error(s"deadline $other") })
+        if (busyCalls.incrementAndGet() <= 2) busy(out) else respond(out, 200, """{"ok":true}""")
       case "/c1/run" if body.contains("\"mode\":\"trap\"") => respond(out, 502, """{"error":"wasm trap: unreachable"}""")
       case "/c1/run" if body.contains("\"mode\":\"chunked\"") => respond(out, 200, """{"ok":true}""", contentLength = false)
       case "/c1/run" if body.contains("\"mode\":\"big\"") => respond(out, 200, s"""{"data":"${"x" * 5000}"}""")
@@ -161,18 +168,37 @@ class ClientMappingSpec extends AnyFlatSpec with Matchers with BeforeAndAfterAll
     trap.asInstanceOf[Answered].errorMessage shouldBe Some("wasm trap: unreachable")
   }
 
-  it should "turn 503 into a distinct reschedule outcome" in {
-    run("busy") shouldBe Reschedule("""{"error":"at capacity"}""")
+  it should "turn 503 into an at-capacity outcome that says whether it passes" in {
+    run("busy") shouldBe AtCapacity("""{"error":"at capacity"}""", passes = true)
+    run("full") shouldBe a[AtCapacity]
+    run("full").asInstanceOf[AtCapacity].passes shouldBe false
   }
 
-  it should "retry a 503 within the allowed time, and no longer" in {
-    val ok = client.post("c1", "run", JsObject("value" -> JsObject("mode" -> JsString("busy-twice"))), 5.seconds, 1000, 1000, 5.seconds)
-    Await.result(ok, 10.seconds) shouldBe Answered(200, """{"ok":true}""", None)
+  it should "send a passing 503 again within the allowed time, and no longer" in {
+    val before = System.currentTimeMillis()
+    val deadline = before + 5000
+    def post(mode: String, retryFor: FiniteDuration) =
+      client.exchange("c1", "run", JsObject("value" -> JsObject("mode" -> JsString(mode)), "deadline" -> JsString(deadline.toString)), 5.seconds, 1000, 1000, retryFor)
+    val ok = Await.result(post("busy-twice", 5.seconds), 10.seconds)
+    ok.outcome shouldBe Answered(200, """{"ok":true}""", None)
     busyCalls.get shouldBe 3
+    // The deadline moves by the time waited, and the interval OpenWhisk charges starts at the
+    // attempt the executor took.
+    val sent = deadlines.toArray.map(_.asInstanceOf[Long]).toSeq
+    sent.size shouldBe 3
+    sent.head shouldBe deadline
+    sent.zip(sent.tail).foreach { case (a, b) => b should be > a }
+    (sent.last - deadline) shouldBe (ok.sent.toEpochMilli - before) +- 50L
     val start = System.nanoTime()
-    val busy = client.post("c1", "run", JsObject("value" -> JsObject("mode" -> JsString("busy"))), 5.seconds, 1000, 1000, 300.millis)
-    Await.result(busy, 10.seconds) shouldBe a[Reschedule]
+    Await.result(post("busy", 300.millis), 10.seconds).outcome shouldBe a[AtCapacity]
     (System.nanoTime() - start).nanos should (be >= 200.millis and be < 2.seconds)
+  }
+
+  it should "not send a 503 again that waiting does not change" in {
+    val calls = fullCalls.get
+    val outcome = Await.result(client.post("c1", "run", JsObject("value" -> JsObject("mode" -> JsString("full"))), 5.seconds, 1000, 1000, 5.seconds), 10.seconds)
+    outcome shouldBe a[AtCapacity]
+    fullCalls.get shouldBe calls + 1
   }
 
   it should "treat an answer without Content-Length as no answer, as OpenWhisk does" in {

@@ -241,9 +241,9 @@ class ExecutorIntegrationSpec extends AnyFlatSpec with Matchers with BeforeAndAf
     await(client.destroy(id))
   }
 
-  it should "answer 503 at capacity, which the client reports as a reschedule" in {
-    // A second executor that runs one activation at a time and queues none.
-    val small = TestExecutor.start(Seq("--max-concurrent", "1", "--queue-depth", "0"))
+  it should "answer 503 at capacity, which passes for activations and lasts for containers" in {
+    // A second executor that runs one activation at a time, queues none and holds one container.
+    val small = TestExecutor.start(Seq("--max-concurrent", "1", "--queue-depth", "0", "--max-containers", "1"))
     try {
       val c = new ExecutorClient(WasmExecutorConfig(url = small.url))
       val id = newId("loop")
@@ -251,7 +251,18 @@ class ExecutorIntegrationSpec extends AnyFlatSpec with Matchers with BeforeAndAf
         Answered(200, """{"ok":true}""")
       val busy = c.run(id, runBody(JsObject("ms" -> JsNumber(1500))), 60.seconds, MB, MB / 2)
       Thread.sleep(300) // let the first activation take the only slot
-      await(c.run(id, runBody(JsObject()), 60.seconds, MB, MB / 2)) shouldBe a[Reschedule]
+      await(c.run(id, runBody(JsObject()), 60.seconds, MB, MB / 2)) match {
+        case AtCapacity(body, passes) =>
+          body should include("capacity")
+          passes shouldBe true
+        case other => fail(s"expected a 503, got $other")
+      }
+      await(c.init(newId("echo"), initValue(module("echo"), "echo"), 60.seconds)) match {
+        case AtCapacity(body, passes) =>
+          body should include("maximum of 1 containers")
+          passes shouldBe false
+        case other => fail(s"expected a 503, got $other")
+      }
       answered(await(busy)).status shouldBe 200
       answered(await(c.run(id, runBody(JsObject()), 60.seconds, MB, MB / 2))).status shouldBe 200
 
@@ -394,6 +405,11 @@ class ExecutorIntegrationSpec extends AnyFlatSpec with Matchers with BeforeAndAf
       val refused = answered(await(stranger.run(id, runBody(JsObject()), 60.seconds, MB, MB)))
       refused.status shouldBe 401
       refused.body should include("bearer token")
+      // Refused before its body is read, a large /init still gets its answer (not a broken
+      // connection), so the invoker's log says what is wrong.
+      val large = JsObject(initValue(module("echo"), "echo").fields + ("padding" -> JsString("p" * (8 << 20))))
+      val bigRefused = answered(await(stranger.init(newId("echo"), large, 60.seconds)))
+      bigRefused.status shouldBe 401
       await(trusted.destroy(id))
     } finally guarded.stop()
   }
