@@ -2,7 +2,7 @@
 """The patch's verification matrix against a running OpenWhisk (Python standard library only).
 
     matrix.py --api URL [--auth UUID:KEY] [--actions DIR] [--executor CMD] [--points LIST]
-              [--path scheduler|containerpool]
+              [--path scheduler|containerpool] [--docker-image IMAGE]
 
 Creates actions from the portable modules in DIR (default: actions/dist of this repository),
 invokes them through OpenWhisk's REST API and checks what OpenWhisk makes of each outcome:
@@ -11,7 +11,8 @@ need another executor (stopped, with a token the invoker does not send, at capac
 `CMD stop` and `CMD start [EXECUTOR ARGS...]` to change it; without it they are skipped. --path
 says which invoker path runs the actions, for the one point whose answer differs (an executor
 with no room for another container: rescheduled on the scheduler path, a system error on the
-ContainerPool path).
+ContainerPool path). With --docker-image (an invoker with MixedContainerFactoryProvider), a
+blackbox action of that image runs beside a wasm action.
 
 Prints one line per point and a summary; exit status 0 when every point run passed, 1 otherwise,
 2 on bad usage.
@@ -23,6 +24,7 @@ import io
 import json
 import os
 import random
+import re
 import string
 import subprocess
 import sys
@@ -104,6 +106,21 @@ def result_of(record):
     return record.get("response", {}).get("result", {})
 
 
+def concurrently(calls):
+    """Runs the calls on a thread each and returns their results, in order."""
+    results = [None] * len(calls)
+
+    def run(i):
+        results[i] = calls[i]()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
 def annotation(record, key):
     for a in record.get("annotations", []):
         if a.get("key") == key:
@@ -117,6 +134,7 @@ class Matrix:
         self.dist = args.actions
         self.executor = args.executor
         self.scheduler = args.path == "scheduler"
+        self.docker_image = args.docker_image
         self.suffix = "".join(random.choice(string.ascii_lowercase) for _ in range(5))
         self.created = []
         self.results = []
@@ -155,7 +173,7 @@ class Matrix:
         name = self.action("echo", "echo")
         r = self.api.invoke(name, {"__log": ["out one", "out two"], "__err": ["err one"]})
         logs = self.api.logs(r["activationId"]) or []
-        texts = [line.split(" ", 2)[-1] for line in logs]
+        texts = [re.sub(r"^\S+\s+(stdout|stderr): ", "", line) for line in logs]
         ok = texts == ["out one", "out two", "err one"] and not any(SENTINEL in line for line in logs)
         self.check(3, "stdout and stderr in the activation's logs, no sentinels", ok, texts)
 
@@ -206,25 +224,12 @@ class Matrix:
                 if result_of(r) != {"result": i + 1}:
                     wrong.append((i, status_of(r), result_of(r)))
 
-        threads = [threading.Thread(target=worker, args=(range(k, 40, 16),)) for k in range(16)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        concurrently([lambda k=k: worker(range(k, 40, 16)) for k in range(16)])
         self.check(9, "40 blocking invocations, 16 at a time", not wrong, f"{40 - len(wrong)} of 40 correct {wrong[:2]}")
 
     def p10_concurrency(self):
         name = self.action("conc", "loop", limits={"concurrency": 8})
-        records = []
-
-        def one():
-            records.append(self.api.invoke(name, {"ms": 800}))
-
-        threads = [threading.Thread(target=one) for _ in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        records = concurrently([lambda: self.api.invoke(name, {"ms": 800})] * 8)
         cold = sum(1 for r in records if annotation(r, "initTime") is not None)
         ok = all(status_of(r) == "success" for r in records) and cold == 1
         self.check(10, "8 activations with concurrency 8 share one container", ok,
@@ -269,16 +274,8 @@ class Matrix:
         name = self.action("busy", "loop", limits={"concurrency": 3})
         self.executor_cmd("stop")
         self.executor_cmd("start", "--max-concurrent", "1", "--queue-depth", "0")
-        records = []
         try:
-            def one():
-                records.append(self.api.invoke(name, {"ms": 1500}))
-
-            threads = [threading.Thread(target=one) for _ in range(3)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
+            records = concurrently([lambda: self.api.invoke(name, {"ms": 1500})] * 3)
         finally:
             self.executor_cmd("stop")
             self.executor_cmd("start")
@@ -307,13 +304,33 @@ class Matrix:
             ok = result_of(held) == {"result": 2} and status_of(r) == "whisk internal error" and text == AT_CAPACITY
         self.check(14, "no room for another container", ok, f"{status_of(r)}: {text}")
 
+    # ------------------------------------------------------------- one invoker, two factories
+    def p15_mixed(self):
+        # A blackbox image goes to the other factory (Docker); the executor could not run it (no
+        # code: it would answer "Missing main/no code to execute.").
+        name = f"m-docker-{self.suffix}"
+        status, answer = self.api.call("PUT", f"/actions/{name}?overwrite=true",
+                                       {"exec": {"kind": "blackbox", "image": self.docker_image}})
+        if status != 200:
+            raise RuntimeError(f"creating {name}: HTTP {status} {answer}")
+        self.created.append(name)
+        wasm = self.action("beside", "add")
+        docker = self.api.invoke(name, {"from": "docker"})
+        beside = self.api.invoke(wasm, {"param1": 20, "param2": 22})
+        ok = result_of(docker).get("from") == "docker" and result_of(beside) == {"result": 42}
+        self.check(15, "a blackbox image runs in Docker beside a wasm action", ok,
+                   f"docker: {status_of(docker)} {result_of(docker)} in {docker.get('duration')} ms; "
+                   f"wasm: {result_of(beside)}")
+
     def run(self, points):
         failed = 0
         for number in points:
             method = next(m for m in dir(self) if m.startswith(f"p{number}_"))
-            needs_executor = number >= 11
-            if needs_executor and not self.executor:
+            if 11 <= number <= 14 and not self.executor:
                 print(f"SKIP  {number:>2}. (needs --executor)", flush=True)
+                continue
+            if number == 15 and not self.docker_image:
+                print(f"SKIP  {number:>2}. (needs --docker-image)", flush=True)
                 continue
             try:
                 getattr(self, method)()
@@ -333,7 +350,8 @@ def main(argv):
     p.add_argument("--auth", default=os.environ.get("OW_AUTH", GUEST_KEY))
     p.add_argument("--actions", default=os.path.join(here, "..", "..", "actions", "dist"))
     p.add_argument("--executor", help="command taking stop | start [ARGS...] for the executor")
-    p.add_argument("--points", default="1-14")
+    p.add_argument("--docker-image", help="a blackbox action image the other factory can run (point 15)")
+    p.add_argument("--points", default="1-15")
     p.add_argument("--path", choices=["scheduler", "containerpool"], default="containerpool")
     args = p.parse_args(argv)
     points = []

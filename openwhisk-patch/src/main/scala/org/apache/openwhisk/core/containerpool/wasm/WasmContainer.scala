@@ -66,8 +66,8 @@ final case class WasmSystemError(userText: String, interval: Interval) extends E
  * @param baseEnv     environment a Docker runtime would get at start (`__OW_API_HOST`, operator extras)
  * @param schedulerPath whether the invoker is the scheduler path's, which can place a rescheduled
  *                    activation on another invoker (see Attribution.verdict)
- * @param capacityRetryFor how long to send /init or /run again while the executor answers a
- *                    passing 503
+ * @param capacityRetry how long to send /init or /run again while the executor answers a passing
+ *                    503: before sending the activation elsewhere, and where that cannot be done
  */
 class WasmContainer(protected val id: ContainerId,
                     protected[core] val addr: ContainerAddress,
@@ -76,7 +76,7 @@ class WasmContainer(protected val id: ContainerId,
                     createdFor: Option[ExecutableWhiskAction],
                     baseEnv: Map[String, String],
                     schedulerPath: Boolean,
-                    capacityRetryFor: FiniteDuration)(implicit override protected val as: ActorSystem,
+                    capacityRetry: WasmContainer.CapacityRetry)(implicit override protected val as: ActorSystem,
                                                       protected val ec: ExecutionContext,
                                                       protected val logging: Logging)
     extends Container {
@@ -153,23 +153,16 @@ class WasmContainer(protected val id: ContainerId,
                                        truncation: ByteSize,
                                        retry: Boolean,
                                        reschedule: Boolean)(implicit transid: TransactionId): Future[RunResult] = {
-    val route = path.stripPrefix("/")
+    val call = Call(path.stripPrefix("/"), reschedule, schedulerPath, maxConcurrent)
+    val retryFor = if (call.busyGoesElsewhere) capacityRetry.beforeReschedule else capacityRetry.otherwise
     executor
-      .exchange(
-        id.asString,
-        route,
-        body,
-        timeout,
-        maxResponse.toBytes,
-        truncation.toBytes,
-        capacityRetryFor,
-        initializedBy)
+      .exchange(id.asString, call.route, body, timeout, maxResponse.toBytes, truncation.toBytes, retryFor, initializedBy)
       .flatMap {
         case Exchange(outcome, sent) =>
           val interval = Interval(sent, Instant.now)
-          Attribution.verdict(route, outcome, reschedule, schedulerPath) match {
+          Attribution.verdict(call, outcome) match {
             case Verdict.ActionsOwn(answer) =>
-              if (route == "init" && answer.status == 200) initializedBy = executor.instance
+              if (call.route == "init" && answer.status == 200) initializedBy = executor.instance
               val cut = answer.truncated.map(t => (t.actualBytes.B, t.maxBytes.B))
               Future.successful(RunResult(interval, Right(ContainerResponse(answer.status, answer.body, cut))))
             case Verdict.RunElsewhere(detail) =>
@@ -199,6 +192,9 @@ class WasmContainer(protected val id: ContainerId,
 }
 
 object WasmContainer {
+
+  /** How long a passing 503 is sent again: before a reschedule, and where there is none. */
+  final case class CapacityRetry(beforeReschedule: FiniteDuration, otherwise: FiniteDuration)
 
   /** What /init needs to know of the action besides OpenWhisk's initializer. */
   final case class Described(annotations: JsObject, logs: LogLimit, namespace: EntityPath, kind: String)

@@ -82,9 +82,8 @@ class WasmContainerFactory(instance: InvokerInstanceId,
   /** Whether this invoker is the scheduler path's, which can hand an activation to another invoker. */
   private val schedulerPath = Attribution.isSchedulerPath(WasmContainerFactory.invokerProvider())
 
-  /** How long a passing 503 is sent again on this path before the verdict. */
-  private val capacityRetryFor =
-    if (schedulerPath) executorConfig.capacityRetryBeforeReschedule else executorConfig.capacityRetryFor
+  private val capacityRetry =
+    WasmContainer.CapacityRetry(executorConfig.capacityRetryBeforeReschedule, executorConfig.capacityRetryFor)
 
   /** All containers share the executor's address; the container id selects the route. */
   private val executorAddress: ContainerAddress = {
@@ -112,7 +111,7 @@ class WasmContainerFactory(instance: InvokerInstanceId,
         action,
         baseEnv,
         schedulerPath,
-        capacityRetryFor))
+        capacityRetry))
   }
 
   override def createContainer(tid: TransactionId,
@@ -130,9 +129,7 @@ class WasmContainerFactory(instance: InvokerInstanceId,
     try {
       val health = admin.health()
       val path = if (schedulerPath) "the scheduler path" else "the ContainerPool path"
-      logging.info(
-        this,
-        s"wasm executor at ${executorConfig.baseUrl}: ${health.compactPrint}; on $path, a busy executor's 503 is sent again for $capacityRetryFor")(
+      logging.info(this, s"wasm executor at ${executorConfig.baseUrl}: ${health.compactPrint}; invoker on $path")(
         TransactionId.invoker)
     } catch {
       case NonFatal(t) =>

@@ -40,10 +40,38 @@ object Verdict {
 
   /**
    * OpenWhisk is to run the activation on another container (its ContainerHealthError): the
-   * container is gone or unreachable, or the executor is busy and the scheduler can place the
-   * activation elsewhere. `detail` is for the invoker's log.
+   * container is gone (the executor restarted), or the executor is busy and the scheduler can
+   * place the activation elsewhere. `detail` is for the invoker's log.
    */
   final case class RunElsewhere(detail: String) extends Verdict
+}
+
+/**
+ * One /init or /run as OpenWhisk makes it.
+ *
+ * @param route         `init` or `run`
+ * @param reschedule    OpenWhisk's flag for a /run: whether it runs the activation elsewhere on a
+ *                      ContainerHealthError (every /run on the scheduler path; on the ContainerPool
+ *                      path only one on a container resumed from idle). At /init OpenWhisk passes
+ *                      none: only the scheduler path reschedules there.
+ * @param schedulerPath whether the invoker is the scheduler path's (FPCInvokerReactive), whose
+ *                      reschedule returns the activation to the scheduler's queue, from which
+ *                      another invoker may take it
+ * @param maxConcurrent the action's concurrency: both paths re-run only the one activation that
+ *                      met the health error and drop the others in flight on that container, so
+ *                      an activation is sent elsewhere only from a container that runs one at a time
+ */
+final case class Call(route: String, reschedule: Boolean, schedulerPath: Boolean, maxConcurrent: Int) {
+
+  /** Whether OpenWhisk would run this activation elsewhere, and lose none, on a health error. */
+  def canRunElsewhere: Boolean =
+    maxConcurrent <= 1 && (if (route == "init") schedulerPath else reschedule)
+
+  /**
+   * Whether a busy executor's 503 sends the activation elsewhere: only where the scheduler can
+   * place it on another invoker. On the ContainerPool path it would come back to the same executor.
+   */
+  def busyGoesElsewhere: Boolean = schedulerPath && canRunElsewhere
 }
 
 object Attribution {
@@ -61,34 +89,28 @@ object Attribution {
   val ContainerLostText: String = "The action's container was lost because of a system error; please retry."
 
   /**
-   * The verdict on how a request to `route` (`init` or `run`) ended.
-   *
-   * @param reschedule    OpenWhisk's flag for this call: at /run, whether it runs the activation
-   *                      elsewhere on a ContainerHealthError (always on the scheduler path; on the
-   *                      ContainerPool path only for a container resumed from idle); at /init the
-   *                      invoker passes none, and an unreachable executor is always a system
-   *                      error there, so the invoker's health counts it
-   * @param schedulerPath whether the invoker is the scheduler path's (FPCInvokerReactive), whose
-   *                      reschedule returns the activation to the scheduler's queue, from which
-   *                      another invoker may take it. On the ContainerPool path a reschedule
-   *                      lands on the same executor, so a 503 there is not handed over.
+   * The verdict on how a request ended. See [[Call]] for when OpenWhisk can run an activation
+   * elsewhere.
    */
-  def verdict(route: String, outcome: ExecutorOutcome, reschedule: Boolean, schedulerPath: Boolean): Verdict = {
+  def verdict(call: Call, outcome: ExecutorOutcome): Verdict = {
     import ExecutorOutcome._
     import Verdict._
-    val where = s"/$route"
+    val where = s"/${call.route}"
     outcome match {
       case a: Answered if a.status == 200 || a.status == 502 => ActionsOwn(a)
-      case a: Answered if route == "init" && a.status == 403 && a.errorMessage.exists(InitRefusals) => ActionsOwn(a)
+      case a: Answered if call.route == "init" && a.status == 403 && a.errorMessage.exists(InitRefusals) =>
+        ActionsOwn(a)
       case a: Answered =>
         SystemError(SystemFailureText, s"the executor answered $where with HTTP ${a.status}: ${brief(a)}")
       case AtCapacity(body, _) =>
         val detail = s"the executor stayed at capacity for $where: $body"
-        if (schedulerPath && (route == "init" || reschedule)) RunElsewhere(detail) else SystemError(AtCapacityText, detail)
+        if (call.busyGoesElsewhere) RunElsewhere(detail) else SystemError(AtCapacityText, detail)
       case ExecutorOutcome.ContainerLost(reason) =>
-        if (reschedule) RunElsewhere(reason) else SystemError(ContainerLostText, reason)
-      case u: Unreachable =>
-        if (reschedule && route == "run") RunElsewhere(u.message) else SystemError(SystemFailureText, u.message)
+        if (call.canRunElsewhere) RunElsewhere(reason) else SystemError(ContainerLostText, reason)
+      // The executor is down: every container of the invoker is, so this is the invoker's
+      // failure, and a system error is what makes OpenWhisk count it and take the invoker out
+      // of rotation (a reschedule would not be counted). A restarted executor is ContainerLost.
+      case u: Unreachable => SystemError(SystemFailureText, u.message)
       case TimedOut(after) =>
         SystemError(SystemFailureText, s"the executor did not answer $where within $after (it enforces the time limit itself)")
       case NoResponse(reason) => SystemError(SystemFailureText, s"no usable answer to $where: $reason")

@@ -45,14 +45,14 @@ import scala.concurrent.duration._
  * @param maxLogLineBytes     longest single log line accepted from the executor
  * @param cleanupTimeout      overall bound for removing leftover containers at start and stop
  * @param capacityRetryFor    how long the invoker sends /init or /run again, with growing pauses,
- *                            while the executor answers 503 "at capacity" with `Retry-After`, on
- *                            OpenWhisk's ContainerPool path; then the activation ends as a system
- *                            error. There, a reschedule would only bring the activation back to
- *                            the same executor. The waiting is not charged to the action: each
- *                            attempt gets the action's whole time limit.
- * @param capacityRetryBeforeReschedule the same on the scheduler path (FPCInvokerReactive), where
- *                            the activation then goes back to the scheduler's queue, from which
- *                            another invoker can take it; so a short wait
+ *                            while the executor answers 503 "at capacity" with `Retry-After`,
+ *                            where OpenWhisk cannot send the activation elsewhere (the
+ *                            ContainerPool path, whose reschedule would come back to the same
+ *                            executor, and actions with concurrency above 1); then the
+ *                            activation ends as a system error. The waiting is not charged to
+ *                            the action: each attempt gets the action's whole time limit.
+ * @param capacityRetryBeforeReschedule the same where the scheduler path can send the activation
+ *                            back to its queue, from which another invoker can take it: a short wait
  * @param authTokenFile       file holding the executor's bearer token (its --auth-token-file);
  *                            sent as `Authorization: Bearer …` with every request. Unset: none
  *                            is sent, for an executor without a token.

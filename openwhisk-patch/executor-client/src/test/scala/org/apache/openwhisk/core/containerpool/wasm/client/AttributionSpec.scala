@@ -36,14 +36,20 @@ class AttributionSpec extends AnyFlatSpec with Matchers {
   private val unreachable =
     Unreachable("http://10.0.0.7:9000", new java.net.ConnectException("Connection refused"))
 
-  /** The verdict's kind on the ContainerPool path (resumed or not) and on the scheduler path. */
-  private def kinds(route: String, outcome: ExecutorOutcome): Seq[String] =
+  private def verdict(route: String, outcome: ExecutorOutcome, reschedule: Boolean, scheduler: Boolean, concurrency: Int = 1) =
+    Attribution.verdict(Call(route, reschedule, scheduler, concurrency), outcome)
+
+  /**
+   * The verdict's kind on the ContainerPool path (a /run not resumed, one resumed) and on the
+   * scheduler path, for an action that runs one activation per container at a time.
+   */
+  private def kinds(route: String, outcome: ExecutorOutcome, concurrency: Int = 1): Seq[String] =
     Seq((false, false), (true, false), (true, true)).map {
       case (reschedule, scheduler) =>
-        verdict(route, outcome, if (route == "init") false else reschedule, scheduler) match {
-          case ActionsOwn(_)      => "action"
-          case SystemError(_, _)  => "system"
-          case RunElsewhere(_)    => "elsewhere"
+        verdict(route, outcome, if (route == "init") false else reschedule, scheduler, concurrency) match {
+          case ActionsOwn(_)     => "action"
+          case SystemError(_, _) => "system"
+          case RunElsewhere(_)   => "elsewhere"
         }
     }
 
@@ -73,7 +79,7 @@ class AttributionSpec extends AnyFlatSpec with Matchers {
     for ((status, text) <- platform; route <- Seq("init", "run")) {
       withClue(s"$status at /$route: ") {
         kinds(route, error(status, text)) shouldBe Seq.fill(3)("system")
-        verdict(route, error(status, text), reschedule = true, schedulerPath = true) shouldBe
+        verdict(route, error(status, text), reschedule = true, scheduler = true) shouldBe
           SystemError(SystemFailureText, s"the executor answered /$route with HTTP $status: $text")
       }
     }
@@ -87,23 +93,36 @@ class AttributionSpec extends AnyFlatSpec with Matchers {
     kinds("init", busy) shouldBe Seq("system", "system", "elsewhere")
     val full = AtCapacity("""{"error":"the executor holds its maximum of 3 containers; retry elsewhere"}""", passes = false)
     kinds("init", full) shouldBe Seq("system", "system", "elsewhere")
-    verdict("run", busy, reschedule = true, schedulerPath = false) match {
+    verdict("run", busy, reschedule = true, scheduler = false) match {
       case SystemError(text, detail) =>
         text shouldBe AtCapacityText
         detail should include("at capacity")
       case other => fail(s"$other")
     }
     // A scheduler-path /run that OpenWhisk would not reschedule is never handed over.
-    verdict("run", busy, reschedule = false, schedulerPath = true) shouldBe a[SystemError]
+    verdict("run", busy, reschedule = false, scheduler = true) shouldBe a[SystemError]
   }
 
-  it should "run the activation elsewhere when its container is gone or the executor unreachable, where OpenWhisk reschedules" in {
+  it should "never send an activation elsewhere from a container that runs several at a time" in {
+    // OpenWhisk re-runs only the activation that met the health error; the others in flight on
+    // that container would be dropped without a record. So they all end as system errors.
+    val busy = AtCapacity("""{"error":"the executor is at capacity"}""", passes = true)
+    val lost = ContainerLost("the wasm executor restarted")
+    for (outcome <- Seq(busy, lost)) {
+      kinds("run", outcome, concurrency = 3) shouldBe Seq("system", "system", "system")
+    }
+    kinds("init", busy, concurrency = 3) shouldBe Seq("system", "system", "system")
+    Call("run", reschedule = true, schedulerPath = true, maxConcurrent = 3).busyGoesElsewhere shouldBe false
+    Call("run", reschedule = true, schedulerPath = true, maxConcurrent = 1).busyGoesElsewhere shouldBe true
+  }
+
+  it should "run the activation elsewhere when its container is gone, where OpenWhisk reschedules" in {
     val lost = ContainerLost("the wasm executor restarted since container wsk0_1_x-abc was initialized")
     kinds("run", lost) shouldBe Seq("system", "elsewhere", "elsewhere")
-    verdict("run", lost, reschedule = false, schedulerPath = false) shouldBe SystemError(ContainerLostText, lost.reason)
-    kinds("run", unreachable) shouldBe Seq("system", "elsewhere", "elsewhere")
-    // At /init an unreachable executor stays a system error on both paths: the invoker's health
-    // then counts it, and a dead executor takes its invoker out of rotation.
+    verdict("run", lost, reschedule = false, scheduler = false) shouldBe SystemError(ContainerLostText, lost.reason)
+    // An executor that does not answer at all is a system error everywhere: the invoker's health
+    // counts it, so a dead executor takes its invoker out of rotation.
+    kinds("run", unreachable) shouldBe Seq("system", "system", "system")
     kinds("init", unreachable) shouldBe Seq("system", "system", "system")
   }
 
@@ -122,7 +141,7 @@ class AttributionSpec extends AnyFlatSpec with Matchers {
       unreachable,
       TimedOut(62.seconds),
       NoResponse("exchange with the executor failed: org.apache.pekko.stream.StreamTcpException: Broken pipe"))
-    val texts = for (route <- Seq("init", "run"); o <- outcomes) yield verdict(route, o, reschedule = false, schedulerPath = false)
+    val texts = for (route <- Seq("init", "run"); o <- outcomes) yield verdict(route, o, reschedule = false, scheduler = false)
     val userTexts = texts.collect { case SystemError(text, _) => text }
     userTexts should have size (outcomes.size * 2).toLong
     userTexts.toSet shouldBe Set(SystemFailureText, AtCapacityText, ContainerLostText)
