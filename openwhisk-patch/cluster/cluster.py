@@ -157,6 +157,8 @@ def http(method, url, body=None, auth=None, timeout=10):
             return resp.status, resp.read()
     except urllib.error.HTTPError as e:
         return e.code, e.read()
+    except OSError:  # refused, reset, timed out: nobody answering
+        return 0, b""
 
 
 def port_open(port):
@@ -531,6 +533,11 @@ def up(args):
         die(f"{args.openwhisk} is not an OpenWhisk source tree (no ansible/files)")
     if not os.path.exists(args.executor):
         die(f"no executor binary at {args.executor}")
+    ports = list(PORTS.values()) + [p + i for p in (INVOKER_PORT, EXECUTOR_PORT) for i in range(args.invokers)]
+    busy = sorted(p for p in ports if port_open(p))
+    if busy:
+        die(f"ports {busy} on 127.0.0.1 are in use (an earlier layout? `cluster.py down`), so a service "
+            "could not tell its own from the stranger's")
     start_kafka(work)
     start_etcd(work)
     start_store(work, args.openwhisk)
