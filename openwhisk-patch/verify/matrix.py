@@ -20,6 +20,7 @@ Prints one line per point and a summary; exit status 0 when every point run pass
 
 import argparse
 import base64
+import contextlib
 import io
 import json
 import os
@@ -151,6 +152,17 @@ class Matrix:
     def executor_cmd(self, *words):
         subprocess.run(self.executor.split() + list(words), check=True, stdout=subprocess.DEVNULL)
 
+    @contextlib.contextmanager
+    def executor_started_with(self, *flags):
+        """The executor restarted with FLAGS for the block, then restarted as it was."""
+        self.executor_cmd("stop")
+        self.executor_cmd("start", *flags)
+        try:
+            yield
+        finally:
+            self.executor_cmd("stop")
+            self.executor_cmd("start")
+
     def check(self, number, title, ok, seen):
         self.results.append((number, title, ok, seen))
         print(f"{'PASS' if ok else 'FAIL'}  {number:>2}. {title}: {seen}", flush=True)
@@ -256,14 +268,11 @@ class Matrix:
         token_file = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"matrix-token-{self.suffix}")
         with open(os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
             f.write("a-token-the-invoker-does-not-have\n")
-        self.executor_cmd("stop")
-        self.executor_cmd("start", "--auth-token-file", token_file)
         try:
-            first = self.api.invoke(name, {"param1": 1, "param2": 1})
-            second = self.api.invoke(name, {"param1": 1, "param2": 1})
+            with self.executor_started_with("--auth-token-file", token_file):
+                first = self.api.invoke(name, {"param1": 1, "param2": 1})
+                second = self.api.invoke(name, {"param1": 1, "param2": 1})
         finally:
-            self.executor_cmd("stop")
-            self.executor_cmd("start")
             os.unlink(token_file)
         texts = [str(result_of(r).get("error")) for r in (first, second)]
         ok = all(status_of(r) == "whisk internal error" for r in (first, second)) and texts == [SYSTEM_ERROR] * 2
@@ -272,13 +281,8 @@ class Matrix:
 
     def p13_busy(self):
         name = self.action("busy", "loop", limits={"concurrency": 3})
-        self.executor_cmd("stop")
-        self.executor_cmd("start", "--max-concurrent", "1", "--queue-depth", "0")
-        try:
+        with self.executor_started_with("--max-concurrent", "1", "--queue-depth", "0"):
             records = concurrently([lambda: self.api.invoke(name, {"ms": 1500})] * 3)
-        finally:
-            self.executor_cmd("stop")
-            self.executor_cmd("start")
         durations = sorted(r.get("duration", -1) for r in records)
         ok = all(status_of(r) == "success" for r in records) and all(1400 <= d < 2500 for d in durations)
         self.check(13, "one slot, three activations: each waits and runs, its wait not charged", ok,
@@ -287,14 +291,9 @@ class Matrix:
     def p14_full(self):
         first = self.action("full1", "add")
         second = self.action("full2", "add")
-        self.executor_cmd("stop")
-        self.executor_cmd("start", "--max-containers", "1")
-        try:
+        with self.executor_started_with("--max-containers", "1"):
             held = self.api.invoke(first, {"param1": 1, "param2": 1})
             r = self.api.invoke(second, {"param1": 1, "param2": 1})
-        finally:
-            self.executor_cmd("stop")
-            self.executor_cmd("start")
         text = str(result_of(r).get("error"))
         if self.scheduler:
             # Rescheduled until the scheduler's queue gives up or another invoker takes it: never
