@@ -55,6 +55,31 @@ def envelope(runtime, payload, signature=b""):
     )
 
 
+def lz4_literals(data):
+    """An LZ4 block of `data` as literals only (valid, uncompressed)."""
+    n = len(data)
+    token = min(n, 15) << 4
+    extra = b""
+    if n >= 15:
+        rest = n - 15
+        extra = b"\xff" * (rest // 255) + bytes([rest % 255])
+    return bytes([token]) + extra + data
+
+
+def state_file(writes, pages=2):
+    """A JavaScript action's state file (executor/decode/src/snapshot_file.rs)."""
+    header = json.dumps({
+        "language": "JavaScript", "engine_sha256": "ab" * 32, "main": "main",
+        "memory_pages": pages, "globals": [["__stack_pointer", {"i32": 4096}]],
+        "output": [{"stderr": False, "text": "loaded"}], "made_by": "seeds.py",
+    }, separators=(",", ":")).encode()
+    unpacked = struct.pack("<I", len(writes)) + b"".join(
+        struct.pack("<QI", offset, len(data)) + data for offset, data in writes)
+    packed = lz4_literals(unpacked)
+    return (b"\0owstate" + struct.pack("<I", len(header)) + header
+            + struct.pack("<QQ", len(unpacked), len(packed)) + packed)
+
+
 WAMR_X86_64_TAG = (
     "wamr 2.4.3 [bulk-memory reference-types call-indirect-overlong simd tail-call"
     " guard-pages stack-checks termination-checks]"
@@ -80,6 +105,9 @@ CODES = {
     "zip-stored-envelope": zipped(
         [("README", b"hi"), ("main.wasm", envelope("wasmtime", b"payload"))], zipfile.ZIP_STORED
     ),
+    # A JavaScript or Python action pre-initialised ahead of time, bare and zipped.
+    "state": state_file([(16, b"abc"), (70000, b"x" * 40)]),
+    "zip-state": zipped([("action.snapshot", state_file([(0, b"hello")]))], zipfile.ZIP_STORED),
     "elf": b"\x7fELF\x02\x01\x01" + bytes(9),
     "text": b"(module)",
     "wat": b';; WebAssembly text\n(module (memory 1) (func (export "_start")))\n',

@@ -169,13 +169,16 @@ HEADLESS_SKIPPED=(--skip artifacts::portable_modules_are_compiled_once_and_cache
     --skip runtime_contract::add_through_a_zip_like_wsk_uploads_it)
 # What runs by default: everything the target's code generation and ABI could break (OpenWhisk's
 # protocol, WASI grants, artifacts for the target, malformed input, stopping a guest at its time
-# and memory limits, the features today's compilers emit), not the scheduling and
-# hostile-tenant tests, which are the same code on every target and run natively above.
+# and memory limits, the features today's compilers emit, both language engines and the action
+# states made on x86_64 restored on the target), not the scheduling and hostile-tenant tests,
+# which are the same code on every target and run natively above.
 REDUCED=(runtime_contract:: capabilities:: artifacts:: bad_input:: guest_execution::
     limits::an_infinite_loop_times_out_while_others_are_served
     limits::a_memory_hog_is_stopped_at_the_container_limit
     toolchains::every_feature_of_todays_compilers_runs_portable_and_precompiled
-    javascript::javascript_results_errors_and_packages_follow_openwhisk_nodejs_contract)
+    javascript::javascript_results_errors_and_packages_follow_openwhisk_nodejs_contract
+    javascript::a_javascript_action_pre_initialised_into_a_state_file_runs_on_the_executors_engine
+    python::a_python_action_pre_initialised_into_a_state_file_runs_on_the_executors_engine)
 
 
 [[ $# -ge 1 ]] || {

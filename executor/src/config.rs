@@ -128,7 +128,8 @@ pub struct Config {
     #[arg(long, env = "WASM_EXECUTOR_CACHE_DIR")]
     pub cache_dir: Option<PathBuf>,
 
-    /// Largest size of the compiled-module cache (MB); the least recently used entries go first.
+    /// Largest size of the compiled-module cache (MB), and of the kept action states beside it;
+    /// the least recently used entries go first.
     #[arg(long, env = "WASM_EXECUTOR_MAX_CACHE_MB", default_value_t = 1024)]
     pub max_cache_mb: u64,
 

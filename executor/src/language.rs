@@ -7,7 +7,9 @@
 //! like any module. An action's /init evaluates its code in a fresh engine instance (the export
 //! `wizer-initialize`, the init document on stdin) and keeps what that instance changed, as a
 //! [`Snapshot`]; its containers share the engine's compiled code and that snapshot, and every
-//! activation starts from it.
+//! activation starts from it. Snapshots are kept on disk by engine and init document, so an
+//! action's top level runs once per machine, not once per executor process; an action
+//! pre-initialised ahead of time arrives as its state file and is checked against the engine.
 
 use std::{
     collections::BTreeMap,
@@ -17,17 +19,21 @@ use std::{
 };
 
 use serde::Deserialize;
-use wasm_executor_decode::sources::Sources;
+use wasm_executor_decode::{
+    snapshot_file::{PrintedLine, StateFile},
+    sources::Sources,
+};
 
 use crate::{
     backend::{
         Activation, Backend, GuestExit, ModuleSpec, PrepareInput,
-        snapshot::{InstanceImage, Snapshot},
+        disk_cache::DiskCache,
+        snapshot::{InstanceImage, PAGE_BYTES, Snapshot},
     },
     capability::Grants,
     error::ServiceError,
     export_globals::export_mutable_globals,
-    logs::{CapturedLine, OutputCapture},
+    logs::{CapturedLine, OutputCapture, Stream},
     pool::CpuSlot,
 };
 
@@ -102,8 +108,24 @@ pub fn init_document(
 /// A language's engine in this executor: loaded (compiled, or taken from the cache) once,
 /// with the image of a fresh instance that snapshots are taken against.
 pub struct Engine<C> {
+    pub language: Language,
     pub code: Arc<C>,
+    /// SHA-256 of the engine's file: state files name the engine they were taken on by it.
+    pub sha256: String,
     fresh: InstanceImage,
+    /// The most memory an instance may have in this executor.
+    max_memory_bytes: u64,
+    /// The snapshots this engine's actions were pre-initialised into, by init document; none
+    /// when the cache cannot be opened (then every executor process takes its own).
+    states: Option<Arc<DiskCache>>,
+}
+
+/// Where snapshots are kept on disk: under the executor's cache root, bounded like the cache
+/// of compiled modules.
+#[derive(Clone)]
+pub struct StateCache {
+    pub root: PathBuf,
+    pub max_bytes: u64,
 }
 
 /// The engines this executor was given (by [`Language`], in the order of `Language::ALL`),
@@ -111,13 +133,19 @@ pub struct Engine<C> {
 pub struct Engines<C> {
     paths: [Option<PathBuf>; 2],
     loaded: [OnceLock<Result<Arc<Engine<C>>, ServiceError>>; 2],
+    states: Option<StateCache>,
 }
 
 impl<C> Engines<C> {
-    pub fn new(javascript: Option<PathBuf>, python: Option<PathBuf>) -> Self {
+    pub fn new(
+        javascript: Option<PathBuf>,
+        python: Option<PathBuf>,
+        states: Option<StateCache>,
+    ) -> Self {
         Engines {
             paths: [javascript, python],
             loaded: [OnceLock::new(), OnceLock::new()],
+            states,
         }
     }
 
@@ -195,15 +223,22 @@ impl<C: Send + Sync + 'static> Engines<C> {
         };
         self.loaded[language as usize]
             .get_or_init(|| {
-                load_engine(backend, path, max_memory_bytes, deadline)
-                    .map(Arc::new)
-                    .map_err(|e| {
-                        ServiceError::Internal(format!(
-                            "the {} engine {} does not load: {e:#}",
-                            language.name(),
-                            path.display()
-                        ))
-                    })
+                Engine::load(
+                    backend,
+                    language,
+                    path,
+                    self.states.as_ref(),
+                    max_memory_bytes,
+                    deadline,
+                )
+                .map(Arc::new)
+                .map_err(|e| {
+                    ServiceError::Internal(format!(
+                        "the {} engine {} does not load: {e:#}",
+                        language.name(),
+                        path.display()
+                    ))
+                })
             })
             .clone()
     }
@@ -224,31 +259,180 @@ fn load_linked<B: Backend>(
     Ok((code, module))
 }
 
-fn load_engine<B: Backend>(
+impl<C> Engine<C> {
+    /// The engine at `path` loaded and its fresh instance's image read, with the snapshots
+    /// kept under `states` (when given) for its actions.
+    pub fn load<B: Backend<Code = C>>(
+        backend: &B,
+        language: Language,
+        path: &PathBuf,
+        states: Option<&StateCache>,
+        max_memory_bytes: u64,
+        deadline: Instant,
+    ) -> anyhow::Result<Engine<C>> {
+        let started = Instant::now();
+        let file = std::fs::read(path)?;
+        let sha256 = wasm_artifact::sha256_hex(&file);
+        let wasm = export_mutable_globals(&file)?;
+        let (code, module) = load_linked(backend, &wasm, max_memory_bytes)?;
+        let fresh = backend
+            // Instantiation only: no guest code runs, so no CPU slot of the pool is taken.
+            .capture(
+                &module,
+                &activation(String::new(), deadline),
+                None,
+                CpuSlot::detached(),
+            )
+            .map_err(|exit| anyhow::anyhow!("{}", init_failure(exit, "")))?;
+        let states = states.and_then(|cache| {
+            DiskCache::new(&cache.root, "snapshots", &sha256, cache.max_bytes)
+                .inspect_err(
+                    |e| tracing::warn!(error = %format!("{e:#}"), "snapshots are not kept on disk"),
+                )
+                .ok()
+                .map(Arc::new)
+        });
+        tracing::info!(
+            engine = %path.display(),
+            %sha256,
+            memory_bytes = fresh.memory.len(),
+            took_ms = started.elapsed().as_millis() as u64,
+            "engine loaded"
+        );
+        Ok(Engine {
+            language,
+            code,
+            sha256,
+            fresh,
+            max_memory_bytes,
+            states,
+        })
+    }
+
+    /// A state file as this engine's action state, when it was taken on this very engine and
+    /// fits its globals and memory. (Its language and `main` are the /init's to check.)
+    pub fn restore_state(&self, file: StateFile) -> Result<PreInitialized, ServiceError> {
+        let refused =
+            |why: String| ServiceError::InitFailed(format!("Initialization has failed: {why}"));
+        if file.engine_sha256 != self.sha256 {
+            return Err(refused(format!(
+                "the action was pre-initialised on another engine (sha256 {}) than this executor's {} engine ({}); \
+                 pre-initialise it again with the executor's engine (wasm-precompile snapshot), or create it from its source",
+                file.engine_sha256,
+                self.language.name(),
+                self.sha256
+            )));
+        }
+        for (name, value) in &file.snapshot.globals {
+            let known = self
+                .fresh
+                .globals
+                .iter()
+                .any(|(n, v)| n == name && v.same_type(value));
+            if !known {
+                return Err(refused(format!(
+                    "the action's state sets the global `{name}`, which the {} engine does not have as a mutable global of that type",
+                    self.language.name()
+                )));
+            }
+        }
+        let fresh_pages = self.fresh.memory.len().div_ceil(PAGE_BYTES) as u64;
+        if file.snapshot.memory_pages < fresh_pages {
+            return Err(refused(format!(
+                "the action's state has {} pages of memory, fewer than the engine starts with ({fresh_pages})",
+                file.snapshot.memory_pages
+            )));
+        }
+        Ok(PreInitialized {
+            output: file
+                .output
+                .into_iter()
+                .map(|line| {
+                    let stream = if line.stderr {
+                        Stream::Stderr
+                    } else {
+                        Stream::Stdout
+                    };
+                    CapturedLine::restored(stream, line.text)
+                })
+                .collect(),
+            snapshot: Arc::new(file.snapshot),
+        })
+    }
+}
+
+/// The file form of an action's state, taken on the `language` engine whose file has
+/// `engine_sha256`.
+pub fn state_file(
+    language: Language,
+    engine_sha256: &str,
+    main: &str,
+    made_by: &str,
+    state: &PreInitialized,
+) -> StateFile {
+    StateFile {
+        language: language.name().into(),
+        engine_sha256: engine_sha256.into(),
+        main: main.into(),
+        output: state
+            .output
+            .iter()
+            .map(|line| PrintedLine {
+                stderr: line.stream == Stream::Stderr,
+                text: line.text.clone(),
+            })
+            .collect(),
+        made_by: made_by.into(),
+        snapshot: Snapshot {
+            globals: state.snapshot.globals.clone(),
+            memory_pages: state.snapshot.memory_pages,
+            writes: state.snapshot.writes.clone(),
+        },
+    }
+}
+
+/// An action's state for `document` on `engine`: read from the snapshots kept on disk when an
+/// earlier /init (in this process or a former one) took it, else taken now and written to disk
+/// in the background (not in the /init's time). Blocking; the action's errors are the /init's.
+pub fn pre_initialize_or_reuse<B: Backend>(
     backend: &B,
-    path: &PathBuf,
-    max_memory_bytes: u64,
-    deadline: Instant,
-) -> anyhow::Result<Engine<B::Code>> {
-    let started = Instant::now();
-    let wasm = export_mutable_globals(&std::fs::read(path)?)?;
-    let (code, module) = load_linked(backend, &wasm, max_memory_bytes)?;
-    let fresh = backend
-        // Instantiation only: no guest code runs, so no CPU slot of the pool is taken.
-        .capture(
-            &module,
-            &activation(String::new(), deadline),
-            None,
-            CpuSlot::detached(),
-        )
-        .map_err(|exit| anyhow::anyhow!("{}", init_failure(exit, "")))?;
-    tracing::info!(
-        engine = %path.display(),
-        memory_bytes = fresh.memory.len(),
-        took_ms = started.elapsed().as_millis() as u64,
-        "engine loaded"
-    );
-    Ok(Engine { code, fresh })
+    engine: &Engine<B::Code>,
+    document: &str,
+    main: &str,
+    memory_limit_bytes: u64,
+    limit: Duration,
+    cpu: CpuSlot,
+) -> Result<PreInitialized, ServiceError> {
+    let Some(states) = &engine.states else {
+        return pre_initialize(backend, engine, document, memory_limit_bytes, limit, cpu);
+    };
+    let key = wasm_artifact::sha256_hex(document.as_bytes());
+    let kept = states.load(&key, |bytes| {
+        let file = StateFile::parse(bytes, engine.max_memory_bytes)?;
+        Ok(engine.restore_state(file)?)
+    });
+    if let Some(state) = kept {
+        tracing::debug!(%key, "action state read from disk");
+        return Ok(state);
+    }
+    let state = pre_initialize(backend, engine, document, memory_limit_bytes, limit, cpu)?;
+    let (language, sha256, main) = (engine.language, engine.sha256.clone(), main.to_owned());
+    let kept = PreInitialized {
+        snapshot: Arc::clone(&state.snapshot),
+        output: state.output.clone(),
+    };
+    let states = Arc::clone(states);
+    let stored = std::thread::Builder::new()
+        .name("state-store".into())
+        .spawn(move || {
+            let made_by = concat!("wasm-executor ", env!("CARGO_PKG_VERSION"));
+            let file = state_file(language, &sha256, &main, made_by, &kept);
+            states.store_with(&key, || Ok(file.to_bytes()));
+        });
+    if let Err(error) = stored {
+        tracing::warn!(%error, "the action's state is not kept on disk");
+    }
+    Ok(state)
 }
 
 /// Evaluates an action's init document in a fresh instance of `engine` and returns what it
@@ -266,7 +450,7 @@ pub fn pre_initialize<B: Backend>(
         .link(&engine.code, &bare_spec(memory_limit_bytes))
         .map_err(|e| ServiceError::Internal(e.to_string()))?;
     let (image, output) = initialize(backend, &module, document, started + limit, cpu)?;
-    let snapshot = Snapshot::between(&engine.fresh, &image);
+    let snapshot = Arc::new(Snapshot::between(&engine.fresh, &image));
     tracing::info!(
         memory_pages = snapshot.memory_pages,
         written_bytes = snapshot.written_bytes(),
@@ -281,7 +465,7 @@ pub fn pre_initialize<B: Backend>(
 /// (its top-level `console.log`s and `print`s), which every container of the action shows in
 /// the logs of its first activation, as OpenWhisk's runtimes do.
 pub struct PreInitialized {
-    pub snapshot: Snapshot,
+    pub snapshot: Arc<Snapshot>,
     pub output: Vec<CapturedLine>,
 }
 

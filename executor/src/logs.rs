@@ -47,6 +47,18 @@ pub struct CapturedLine {
     seq: u64,
 }
 
+impl CapturedLine {
+    /// A line written before this process (kept with an action's state), stamped now.
+    pub fn restored(stream: Stream, text: String) -> Self {
+        CapturedLine {
+            stream,
+            text,
+            time: OffsetDateTime::now_utc(),
+            seq: u64::MAX,
+        }
+    }
+}
+
 /// Collects what one activation writes, in the order it was written.
 #[derive(Debug)]
 pub struct OutputCapture {

@@ -12,10 +12,13 @@ use bytes::Bytes;
 use futures_util::FutureExt;
 use tracing::Instrument;
 use wasm_artifact::{TrustedKeys, host_target};
-use wasm_executor_decode::sources;
+use wasm_executor_decode::{
+    snapshot_file::StateFile,
+    sources::{self, ActionCode},
+};
 
 use crate::{
-    backend::snapshot::Snapshot,
+    backend::snapshot::{PAGE_BYTES, Snapshot},
     backend::{
         Activation, Backend, BackendSettings, GuestExit, ModuleSpec, PrepareError, PrepareInput,
     },
@@ -58,6 +61,24 @@ pub struct LoadedCode<C> {
     code: Arc<C>,
     snapshot: Option<Arc<Snapshot>>,
     init_output: Vec<CapturedLine>,
+    /// For a state file: the language and `main` it was pre-initialised for, which every
+    /// /init that shares it must agree with.
+    state_of: Option<(String, String)>,
+}
+
+/// How an upload is loaded.
+enum Loading {
+    /// A Wasm module: decoded, verified and compiled.
+    Module,
+    /// Source for an engine: its init document pre-initialised (or its kept state reused).
+    Document { language: Language, main: String },
+    /// A state file made ahead of time (decoded already, unless another /init found it
+    /// loading): checked against the engine.
+    State {
+        language: Language,
+        main: Option<String>,
+        file: Option<Vec<u8>>,
+    },
 }
 
 /// An initialized container: its prepared module and everything fixed at /init.
@@ -149,7 +170,14 @@ impl<B: Backend> Executor<B> {
             pool,
             containers: Registry::default(),
             uploads: SharedCode::new(u64::from_le_bytes(random_bytes("the upload index")?)),
-            engines: Engines::new(config.js_engine.clone(), config.python_engine.clone()),
+            engines: Engines::new(
+                config.js_engine.clone(),
+                config.python_engine.clone(),
+                Some(language::StateCache {
+                    root: dirs.cache.clone(),
+                    max_bytes: config.max_cache_mb << 20,
+                }),
+            ),
             capabilities,
             log_budget: LogBudget::new(config.max_pending_log_mb << 20),
             config,
@@ -279,7 +307,7 @@ impl<B: Backend> Executor<B> {
             check_env(name, value).map_err(ServiceError::InitFailed)?;
         }
         let program_name = value.name.unwrap_or_else(|| id.to_owned());
-        let mut spec = ModuleSpec {
+        let spec = ModuleSpec {
             // A module's entry point; an engine's `main` is the action's function.
             entry: main
                 .clone()
@@ -289,24 +317,43 @@ impl<B: Backend> Executor<B> {
             snapshot: None,
         };
 
-        let upload = match language {
-            None => self.uploads.upload(&code, body, binary),
-            Some(language) => {
-                let sources = sources::decode(&code, binary, self.config.max_module_mb << 20)
-                    .map_err(|e| ServiceError::InitFailed(e.to_string()))?;
-                let main = main.as_deref().unwrap_or("main");
-                self.uploads
-                    .upload_document(language::init_document(language, main, &env, sources))
-            }
+        let (upload, loading) = match language {
+            None => (self.uploads.upload(&code, body, binary), Loading::Module),
+            // A state file a live container holds: nothing to decode.
+            Some(language) if let Some(upload) = self.uploads.find_state(&code) => (
+                upload,
+                Loading::State {
+                    language,
+                    main,
+                    file: None,
+                },
+            ),
+            Some(language) => match self.decode_sources(&code, binary)? {
+                ActionCode::State(file) => (
+                    self.uploads.upload_state(&code, body),
+                    Loading::State {
+                        language,
+                        main,
+                        file: Some(file),
+                    },
+                ),
+                ActionCode::Source(sources) => {
+                    let main = main.unwrap_or_else(|| "main".into());
+                    let document = language::init_document(language, &main, &env, sources);
+                    (
+                        self.uploads.upload_document(document),
+                        Loading::Document { language, main },
+                    )
+                }
+            },
         };
         let (module, loaded) = match upload.loaded() {
             // Seen before: linking the shared code is all that is left, right here.
             Some(loaded) => {
                 let loaded = loaded?;
-                spec.snapshot = loaded.snapshot.clone();
-                (self.link(&loaded.code, &spec)?, loaded)
+                (self.link_loaded(&loaded, &loading, spec)?, loaded)
             }
-            None => self.load_and_link(&upload, language, spec).await?,
+            None => self.load_and_link(&upload, loading, spec).await?,
         };
         let logs = PendingLogs::new(Arc::clone(&self.log_budget));
         logs.hold_init_output(&loaded.init_output);
@@ -368,45 +415,80 @@ impl<B: Backend> Executor<B> {
 
     /// Loads the upload on the blocking pool (or waits there for an /init of the same upload
     /// that is loading it) and links it, within the operator's time for an /init: a module is
-    /// decoded and compiled, an engine's init document pre-initialised.
+    /// decoded and compiled, an engine's init document pre-initialised, a state file checked.
     async fn load_and_link(
         self: &Arc<Self>,
         upload: &Arc<Upload<LoadedCode<B::Code>>>,
-        language: Option<Language>,
-        mut spec: ModuleSpec,
+        loading: Loading,
+        spec: ModuleSpec,
     ) -> Result<(B::Module, Arc<LoadedCode<B::Code>>), ServiceError> {
-        let engine = match language {
-            Some(language) => Some(self.engine(language).await?),
-            None => None,
+        let engine = match &loading {
+            Loading::Module => None,
+            Loading::Document { language, .. } | Loading::State { language, .. } => {
+                Some(self.engine(*language).await?)
+            }
         };
         let executor = Arc::clone(self);
         let upload = Arc::clone(upload);
         let max_init = Duration::from_millis(self.config.max_init_ms);
         let preparing = self.pool.run(move |cpu| {
-            let loaded = upload.load(|text, binary| match &engine {
-                None => Ok(LoadedCode {
-                    code: Arc::new(executor.load(text, binary)?),
-                    snapshot: None,
-                    init_output: Vec::new(),
-                }),
-                Some(engine) => {
-                    let initialized = language::pre_initialize(
-                        executor.backend.as_ref(),
-                        engine,
-                        text,
-                        spec.memory_limit_bytes,
-                        max_init,
-                        cpu,
-                    )?;
-                    Ok(LoadedCode {
-                        code: Arc::clone(&engine.code),
-                        snapshot: Some(Arc::new(initialized.snapshot)),
-                        init_output: initialized.output,
-                    })
-                }
+            let loaded = upload.load(|text, binary| {
+                let (engine, state, state_of) = match (&loading, engine) {
+                    (Loading::Document { main, .. }, Some(engine)) => {
+                        let state = language::pre_initialize_or_reuse(
+                            executor.backend.as_ref(),
+                            &engine,
+                            text,
+                            main,
+                            spec.memory_limit_bytes,
+                            max_init,
+                            cpu,
+                        )?;
+                        (engine, state, None)
+                    }
+                    (Loading::State { file, .. }, Some(engine)) => {
+                        let decoded;
+                        let file = match file {
+                            Some(file) => file,
+                            None => match executor.decode_sources(text, binary)? {
+                                ActionCode::State(file) => {
+                                    decoded = file;
+                                    &decoded
+                                }
+                                ActionCode::Source(_) => {
+                                    return Err(ServiceError::Internal(
+                                        "a state upload's text is not a state file".into(),
+                                    ));
+                                }
+                            },
+                        };
+                        let max_memory = executor.config.max_memory_mb << 20;
+                        let file = StateFile::parse(file, max_memory).map_err(|e| {
+                            ServiceError::InitFailed(format!(
+                                "Initialization has failed: the action's state file is damaged: {e}"
+                            ))
+                        })?;
+                        let state_of = (file.language.clone(), file.main.clone());
+                        check_state_use(&state_of, &loading)?;
+                        (engine.clone(), engine.restore_state(file)?, Some(state_of))
+                    }
+                    _ => {
+                        return Ok(LoadedCode {
+                            code: Arc::new(executor.load(text, binary)?),
+                            snapshot: None,
+                            init_output: Vec::new(),
+                            state_of: None,
+                        });
+                    }
+                };
+                Ok(LoadedCode {
+                    code: Arc::clone(&engine.code),
+                    snapshot: Some(state.snapshot),
+                    init_output: state.output,
+                    state_of,
+                })
             })?;
-            spec.snapshot = loaded.snapshot.clone();
-            Ok((executor.link(&loaded.code, &spec)?, loaded))
+            Ok((executor.link_loaded(&loaded, &loading, spec)?, loaded))
         });
         tokio::time::timeout(max_init, preparing)
             .await
@@ -487,9 +569,37 @@ impl<B: Backend> Executor<B> {
         Ok(code)
     }
 
-    /// Links loaded code for one container's grants and entry point.
-    fn link(&self, code: &Arc<B::Code>, spec: &ModuleSpec) -> Result<B::Module, ServiceError> {
-        self.backend.link(code, spec).map_err(prepare_failed)
+    /// The code of an action in a language: its sources or its state file.
+    fn decode_sources(&self, code: &str, binary: Option<bool>) -> Result<ActionCode, ServiceError> {
+        sources::decode(code, binary, self.config.max_module_mb << 20)
+            .map_err(|e| ServiceError::InitFailed(e.to_string()))
+    }
+
+    /// Links loaded code for one container's grants and entry point: an engine's with the
+    /// action's snapshot, which must fit the container's memory and, for a state file, its /init.
+    fn link_loaded(
+        &self,
+        loaded: &LoadedCode<B::Code>,
+        loading: &Loading,
+        mut spec: ModuleSpec,
+    ) -> Result<B::Module, ServiceError> {
+        if let Some(state_of) = &loaded.state_of {
+            check_state_use(state_of, loading)?;
+        }
+        if let Some(snapshot) = &loaded.snapshot {
+            let needed = snapshot.memory_pages * PAGE_BYTES as u64;
+            if needed > spec.memory_limit_bytes {
+                return Err(ServiceError::InitFailed(format!(
+                    "Initialization has failed: the action's state needs {} MB of memory, more than its limit of {} MB",
+                    needed.div_ceil(1 << 20),
+                    spec.memory_limit_bytes >> 20
+                )));
+            }
+            spec.snapshot = Some(Arc::clone(snapshot));
+        }
+        self.backend
+            .link(&loaded.code, &spec)
+            .map_err(prepare_failed)
     }
 
     pub async fn run(
@@ -641,6 +751,27 @@ fn conclude<B: Backend>(
     let response = outcome::interpret(exit, &mut captured, timeout_ms);
     container.logs.append_activation(captured);
     response
+}
+
+/// Whether an /init may use a state file pre-initialised for `state_of` (its language and
+/// `main`): of a kind of that language, with that `main` or the default.
+fn check_state_use(state_of: &(String, String), loading: &Loading) -> Result<(), ServiceError> {
+    let Loading::State { language, main, .. } = loading else {
+        return Ok(());
+    };
+    let (file_language, file_main) = state_of;
+    if file_language != language.name() {
+        return Err(ServiceError::InitFailed(format!(
+            "Initialization has failed: the action was pre-initialised for the {file_language} engine; create it with a kind of that language, not a {} kind",
+            language.name()
+        )));
+    }
+    if let Some(main) = main.as_deref().filter(|m| *m != "main" && m != file_main) {
+        return Err(ServiceError::InitFailed(format!(
+            "Initialization has failed: the action was pre-initialised with main `{file_main}`, not `{main}`; pre-initialise it again with --main {main}"
+        )));
+    }
+    Ok(())
 }
 
 /// A backend's refusal is the module's fault (the /init failed), unless it says otherwise.

@@ -16,7 +16,8 @@ use crate::error::ServiceError;
 
 /// The uploads held by live containers, by their exact code text. `binary: false` reads the
 /// same text differently (as WebAssembly text or a refusal), so it has a map of its own, and so
-/// do the init documents of actions that run on a language engine (`language.rs`).
+/// do the init documents of actions that run on a language engine (`language.rs`) and the
+/// state files of actions pre-initialised ahead of time.
 pub struct SharedCode<T> {
     index: Arc<Index<T>>,
 }
@@ -30,15 +31,17 @@ struct IndexEntry<T> {
     upload: Weak<Upload<T>>,
 }
 
-/// The maps of the index: code sent with `binary: false`, other code, engine init documents.
+/// The maps of the index: code sent with `binary: false`, other code, engine init documents,
+/// engine state files (as their code text).
 const TEXT: usize = 0;
 const ENCODED: usize = 1;
 const ENGINE_DOCUMENTS: usize = 2;
-const MAPS: usize = 3;
+const ENGINE_STATES: usize = 3;
+const MAPS: usize = 4;
 
 struct Index<T> {
     hasher: FixedState,
-    /// `[as sent with binary: false, otherwise, engine init documents]`.
+    /// `[as sent with binary: false, otherwise, engine init documents, engine states]`.
     maps: Mutex<[ByText<T>; MAPS]>,
 }
 
@@ -86,6 +89,21 @@ impl<T> SharedCode<T> {
         // The text was built from a String: it is UTF-8.
         let text = std::str::from_utf8(&text).unwrap_or_default();
         self.upload_in(ENGINE_DOCUMENTS, text, || held)
+    }
+
+    /// The upload of an action's state file, by the code text it arrived as.
+    pub fn upload_state(&self, text: &str, body: &Bytes) -> Arc<Upload<T>> {
+        self.upload_in(ENGINE_STATES, text, || held_text(text, body))
+    }
+
+    /// The upload of a state file that a live container holds, found by its code text: a
+    /// further container of such an action decodes nothing.
+    pub fn find_state(&self, text: &str) -> Option<Arc<Upload<T>>> {
+        let hash = self.index.hasher.hash_one(text.as_bytes());
+        let maps = self.index.maps();
+        maps[ENGINE_STATES]
+            .find(hash, |entry| entry.text == text.as_bytes())
+            .and_then(|entry| entry.upload.upgrade())
     }
 
     fn upload_in(&self, map: usize, text: &str, held: impl FnOnce() -> Bytes) -> Arc<Upload<T>> {

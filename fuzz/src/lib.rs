@@ -3,7 +3,7 @@
 //! decoded value must pass.
 
 pub use wasm_executor_decode::{
-    code, host_limits, poll, protocol,
+    code, host_limits, poll, protocol, snapshot_file, sources,
     wasi::{abi, guest},
 };
 
@@ -46,13 +46,34 @@ pub fn decode_action_code(code: &str, binary: Option<bool>) {
                 &envelope.payload,
             );
         }
-        Err(text) => {
-            assert!(
-                text.chars().count() <= MAX_ERROR_CHARS,
-                "an error answer of {} characters: {}…",
-                text.chars().count(),
-                text.chars().take(200).collect::<String>()
-            );
-        }
+        Err(text) => assert_short(&text),
     }
+}
+
+/// Decodes the code of a JavaScript or Python action as /init does (sources, or a state file
+/// made ahead of time) and checks what holds: a state file that parses survives a round trip;
+/// an error is short.
+pub fn decode_language_code(code: &str, binary: Option<bool>) {
+    let state = match sources::decode(code, binary, MAX_MODULE_BYTES) {
+        Ok(sources::ActionCode::State(bytes)) => bytes,
+        Ok(sources::ActionCode::Source(_)) => return,
+        Err(error) => return assert_short(&error.to_string()),
+    };
+    match snapshot_file::StateFile::parse(&state, 1 << 30) {
+        Ok(file) => {
+            let again = snapshot_file::StateFile::parse(&file.to_bytes(), 1 << 30)
+                .expect("a state file that parsed parses again after serialization");
+            assert_eq!(again, file);
+        }
+        Err(error) => assert_short(&error.to_string()),
+    }
+}
+
+fn assert_short(text: &str) {
+    assert!(
+        text.chars().count() <= MAX_ERROR_CHARS,
+        "an error answer of {} characters: {}…",
+        text.chars().count(),
+        text.chars().take(200).collect::<String>()
+    );
 }

@@ -7,5 +7,7 @@ pub mod code;
 pub mod host_limits;
 pub mod poll;
 pub mod protocol;
+pub mod snapshot;
+pub mod snapshot_file;
 pub mod sources;
 pub mod wasi;

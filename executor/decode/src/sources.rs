@@ -1,7 +1,9 @@
 //! The code of an action written in a language the executor runs on an engine (JavaScript,
 //! Python): source text, or a zip of source files (an npm package with its bundled
 //! `node_modules`, a Python package with its `virtualenv/`).
-//! Zips are read with limits; what cannot run on the engine is refused by name.
+//! Zips are read with limits; what cannot run on the engine is refused by name. An action
+//! pre-initialised ahead of time (`wasm-precompile snapshot`) arrives as its state file, bare
+//! or alone in a zip.
 
 use std::{collections::BTreeMap, io::Read};
 
@@ -24,6 +26,15 @@ pub enum Sources {
     Files(BTreeMap<String, String>),
 }
 
+/// What the code of an action in such a language is.
+#[derive(Debug, PartialEq)]
+pub enum ActionCode {
+    Source(Sources),
+    /// The bytes of a state file (`crate::snapshot_file`): the action's engine state, taken
+    /// ahead of time, instead of its sources.
+    State(Vec<u8>),
+}
+
 #[derive(Debug, Error)]
 pub enum SourcesError {
     #[error(
@@ -42,32 +53,51 @@ pub enum SourcesError {
         "the action archive holds the native extension `{0}`, which cannot run on the executor's WebAssembly engines; bundle pure JavaScript or Python only"
     )]
     NativeExtension(String),
+    #[error(
+        "the action archive holds the pre-initialised action `{0}` and other files ({1}); a zip of a pre-initialised action holds its state file only"
+    )]
+    StateAndOthers(String, String),
     #[error(transparent)]
     Code(#[from] CodeError),
 }
 
-/// Reads `code`: with `binary: true` base64 of a zip; with `binary: false` text; unflagged, a
-/// zip when it is base64 of one, else text. At most `max_bytes` of sources.
-pub fn decode(code: &str, binary: Option<bool>, max_bytes: usize) -> Result<Sources, SourcesError> {
+/// Reads `code`: with `binary: true` base64 of a zip or of a state file; with `binary: false`
+/// text; unflagged, a zip or a state file when it is base64 of one, else text. At most
+/// `max_bytes` of sources.
+pub fn decode(
+    code: &str,
+    binary: Option<bool>,
+    max_bytes: usize,
+) -> Result<ActionCode, SourcesError> {
     let too_large = || SourcesError::TooLarge {
         limit_mb: max_bytes >> 20,
     };
-    let zip = match binary {
+    let is_archive = |bytes: &Vec<u8>| bytes.starts_with(b"PK") || is_state(bytes);
+    let archive = match binary {
         Some(false) => None,
         Some(true) => Some(decode_base64(code).map_err(|e| SourcesError::NotZip(e.to_string()))?),
-        None => decode_base64(code)
-            .ok()
-            .filter(|bytes| bytes.starts_with(b"PK")),
+        None => decode_base64(code).ok().filter(is_archive),
     };
-    match zip {
+    match archive {
+        Some(bytes) if is_state(&bytes) => {
+            if bytes.len() > max_bytes {
+                return Err(too_large());
+            }
+            Ok(ActionCode::State(bytes))
+        }
         Some(bytes) => of_zip(&bytes, max_bytes),
         None if code.len() > max_bytes => Err(too_large()),
-        None => Ok(Sources::Text(code.to_owned())),
+        None => Ok(ActionCode::Source(Sources::Text(code.to_owned()))),
     }
 }
 
-/// The text files of a zip's `bytes`, at most `max_bytes` of them.
-pub fn of_zip(bytes: &[u8], max_bytes: usize) -> Result<Sources, SourcesError> {
+fn is_state(bytes: &[u8]) -> bool {
+    bytes.starts_with(crate::snapshot_file::MAGIC)
+}
+
+/// The text files of a zip's `bytes`, at most `max_bytes` of them; or the state file it
+/// holds alone.
+pub fn of_zip(bytes: &[u8], max_bytes: usize) -> Result<ActionCode, SourcesError> {
     let zip_error = |e: zip::result::ZipError| SourcesError::Zip(e.to_string());
     let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes))
         .map_err(|e| SourcesError::NotZip(e.to_string()))?;
@@ -75,6 +105,7 @@ pub fn of_zip(bytes: &[u8], max_bytes: usize) -> Result<Sources, SourcesError> {
         return Err(SourcesError::TooManyFiles);
     }
     let mut files = BTreeMap::new();
+    let mut state: Option<(String, Vec<u8>)> = None;
     let mut total = 0usize;
     for index in 0..archive.len() {
         let entry = archive.by_index(index).map_err(zip_error)?;
@@ -100,11 +131,20 @@ pub fn of_zip(bytes: &[u8], max_bytes: usize) -> Result<Sources, SourcesError> {
                 limit_mb: max_bytes >> 20,
             });
         }
-        if let Ok(text) = String::from_utf8(text) {
+        if is_state(&text) && state.is_none() {
+            state = Some((name, text));
+        } else if let Ok(text) = String::from_utf8(text) {
             files.insert(name, text);
         }
     }
-    Ok(Sources::Files(files))
+    match state {
+        None => Ok(ActionCode::Source(Sources::Files(files))),
+        Some((_, bytes)) if files.is_empty() => Ok(ActionCode::State(bytes)),
+        Some((name, _)) => {
+            let others: Vec<&str> = files.keys().map(String::as_str).take(5).collect();
+            Err(SourcesError::StateAndOthers(name, others.join(", ")))
+        }
+    }
 }
 
 #[cfg(test)]
@@ -130,18 +170,19 @@ mod tests {
         let source = "function main() { return {}; }";
         assert_eq!(
             decode(source, Some(false), 1 << 20).unwrap(),
-            Sources::Text(source.into())
+            ActionCode::Source(Sources::Text(source.into()))
         );
         assert_eq!(
             decode(source, None, 1 << 20).unwrap(),
-            Sources::Text(source.into())
+            ActionCode::Source(Sources::Text(source.into()))
         );
         let zip = zip_b64(&[
             ("index.js", b"exports.main = () => ({})"),
             ("logo.png", b"\x89PNG\xff\xfe"),
         ]);
         for flag in [Some(true), None] {
-            let Sources::Files(files) = decode(&zip, flag, 1 << 20).unwrap() else {
+            let ActionCode::Source(Sources::Files(files)) = decode(&zip, flag, 1 << 20).unwrap()
+            else {
                 panic!()
             };
             assert_eq!(
@@ -150,6 +191,33 @@ mod tests {
                 "binary files are left out"
             );
         }
+    }
+
+    #[test]
+    fn a_state_file_is_recognised_bare_or_alone_in_a_zip() {
+        let state = [&crate::snapshot_file::MAGIC[..], b"rest"].concat();
+        let bare = base64::engine::general_purpose::STANDARD.encode(&state);
+        for flag in [Some(true), None] {
+            assert_eq!(
+                decode(&bare, flag, 1 << 20).unwrap(),
+                ActionCode::State(state.clone())
+            );
+            let zipped = zip_b64(&[("hello.snapshot", &state)]);
+            assert_eq!(
+                decode(&zipped, flag, 1 << 20).unwrap(),
+                ActionCode::State(state.clone())
+            );
+        }
+        let mixed = zip_b64(&[("hello.snapshot", &state), ("index.js", b"x")]);
+        let e = decode(&mixed, Some(true), 1 << 20).unwrap_err().to_string();
+        assert!(
+            e.contains("hello.snapshot") && e.contains("index.js"),
+            "{e}"
+        );
+        assert!(matches!(
+            decode(&bare, Some(true), 4),
+            Err(SourcesError::TooLarge { .. })
+        ));
     }
 
     #[test]

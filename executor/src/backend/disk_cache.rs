@@ -76,21 +76,45 @@ impl DiskCache {
         compile: impl FnOnce() -> anyhow::Result<M>,
         serialize: impl FnOnce(&M) -> anyhow::Result<Vec<u8>>,
     ) -> anyhow::Result<(M, Source)> {
-        let name = format!("{sha256}-{}.bin", self.engine_key);
-        let path = self.dir.join(&name);
+        if let Some(module) = self.load(sha256, load) {
+            return Ok((module, Source::Cache));
+        }
+        let module = compile()?;
+        self.store_with(sha256, || serialize(&module));
+        Ok((module, Source::Compiled))
+    }
+
+    /// What the entry for `sha256` `load`s to, when there is a verified entry that loads (one
+    /// that fails a check or does not load is dropped).
+    pub fn load<M>(
+        &self,
+        sha256: &str,
+        load: impl FnOnce(&[u8]) -> anyhow::Result<M>,
+    ) -> Option<M> {
+        let (path, name) = self.entry(sha256);
         match self.read_verified(&path, &name) {
             Ok(Some(payload)) => match load(&payload) {
-                Ok(module) => return Ok((module, Source::Cache)),
+                Ok(module) => return Some(module),
                 Err(error) => self.drop_entry(&path, &error),
             },
             Ok(None) => {}
             Err(error) => self.drop_entry(&path, &error),
         }
-        let module = compile()?;
-        if let Err(error) = serialize(&module).and_then(|bytes| self.store(&path, &name, &bytes)) {
-            tracing::warn!(path = %path.display(), error = %format!("{error:#}"), "could not cache compiled module");
+        None
+    }
+
+    /// Stores what `serialize` makes as the entry for `sha256`; a failure is logged (it only
+    /// costs the next load).
+    pub fn store_with(&self, sha256: &str, serialize: impl FnOnce() -> anyhow::Result<Vec<u8>>) {
+        let (path, name) = self.entry(sha256);
+        if let Err(error) = serialize().and_then(|bytes| self.store(&path, &name, &bytes)) {
+            tracing::warn!(path = %path.display(), error = %format!("{error:#}"), "could not write a cache entry");
         }
-        Ok((module, Source::Compiled))
+    }
+
+    fn entry(&self, sha256: &str) -> (PathBuf, String) {
+        let name = format!("{sha256}-{}.bin", self.engine_key);
+        (self.dir.join(&name), name)
     }
 
     /// The payload of the entry at `path` if there is one and every check passes; `Ok(None)`

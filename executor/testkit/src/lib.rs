@@ -726,6 +726,31 @@ pub fn precompile_snapshot(
         .expect("wasm-precompile runs")
 }
 
+/// `wasm-precompile snapshot SOURCE ENGINE_OPTION ENGINE ARGS… -o OUTPUT`, which must succeed:
+/// the bytes it wrote.
+#[track_caller]
+pub fn precompiled_snapshot(
+    source: &Path,
+    engine_option: &str,
+    engine: &Path,
+    args: &[&str],
+    output: &Path,
+) -> Vec<u8> {
+    let output_arg = output.to_str().expect("a UTF-8 path");
+    let made = precompile_snapshot(
+        source,
+        engine_option,
+        engine,
+        &[args, &["-o", output_arg]].concat(),
+    );
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    std::fs::read(output).unwrap()
+}
+
 /// An example action module built by `actions/build.sh`.
 pub fn action(name: &str) -> Vec<u8> {
     let path = actions_dir().join(format!("{name}.wasm"));

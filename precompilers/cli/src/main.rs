@@ -36,12 +36,12 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// Turn a JavaScript or Python action (.js or .py, or a zip) into one portable module, its
-    /// engine pre-initialised with its code, for `compile`; run `wasm-precompile snapshot -- --help`
-    /// for its flags.
+    /// Pre-initialise a JavaScript or Python action (.js or .py, or a zip) ahead of time: its
+    /// state file for executors with the same engine, or with --module one portable module for
+    /// `compile`; run `wasm-precompile snapshot -- --help` for its flags.
     Snapshot {
         /// INPUT.js|INPUT.py|INPUT.zip --js-engine quickjs.wasm | --python-engine python.wasm
-        /// [--main NAME] [--env NAME=VALUE] [-o OUT.wasm].
+        /// [--main NAME] [--env NAME=VALUE] [--module] [-o OUT].
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },

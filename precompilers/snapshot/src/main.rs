@@ -1,10 +1,19 @@
 //! `wasm-precompile-snapshot`, run as `wasm-precompile snapshot`: a JavaScript or Python action
-//! as one portable module. The executor's engine for its language evaluates the action's code
-//! exactly as an executor does at /init (on wasmtime), and wizer writes the state it reaches
-//! into the engine's data: the module runs the action with no engine on the executor, and
-//! `wasm-precompile compile` turns it into a signed artifact for any runtime and target.
+//! pre-initialised ahead of time. The executor's engine for its language evaluates the action's
+//! code exactly as an executor does at /init (on wasmtime), and what it reaches is written as
+//! the action's state file, zipped for `wsk action create`: a few hundred KiB that every
+//! executor started with the same engine runs on any backend and CPU, without compiling and
+//! without running the code's top level. With `--module`, wizer writes the state into the
+//! engine's data instead: one portable module that needs no engine on the executor, which
+//! `wasm-precompile compile` turns into a signed artifact for any runtime and target.
 
-use std::{collections::BTreeMap, path::PathBuf, process::ExitCode, time::Duration};
+use std::{
+    collections::BTreeMap,
+    io::Write,
+    path::{Path, PathBuf},
+    process::ExitCode,
+    time::{Duration, Instant},
+};
 
 use anyhow::{Context, bail};
 use clap::Parser;
@@ -15,9 +24,10 @@ use wasm_executor::{
         snapshot::{GlobalValue, InstanceImage},
     },
     host_io,
-    language::{self, Language},
+    language::{self, Engine, Language},
+    pool::CpuSlot,
 };
-use wasm_executor_decode::sources::{self, Sources};
+use wasm_executor_decode::sources::{self, ActionCode, Sources};
 use wasm_executor_wasmtime::WasmtimeBackend;
 use wasmtime_wizer::{InstanceState, SnapshotVal, ValType, Wizer};
 
@@ -27,7 +37,8 @@ const MAX_SOURCE_BYTES: usize = 32 << 20;
 const MAX_MEMORY_BYTES: u64 = 2 << 30;
 const INIT_LIMIT: Duration = Duration::from_secs(120);
 
-/// Pre-initialise a JavaScript or Python action into one portable module.
+/// Pre-initialise a JavaScript or Python action: its state file for executors with the same
+/// engine, or one portable module.
 #[derive(Debug, Parser)]
 #[command(name = "wasm-precompile snapshot", version)]
 #[command(group(clap::ArgGroup::new("engine").required(true).args(["js_engine", "python_engine"])))]
@@ -55,7 +66,13 @@ struct Args {
     #[arg(long = "env", value_parser = parse_env)]
     env: Vec<(String, String)>,
 
-    /// Where to write the module (default: the input's name with .wasm).
+    /// Write the engine with the action's state as one portable module (for executors without
+    /// the engine; compile it with `wasm-precompile compile`) instead of the state file.
+    #[arg(long)]
+    module: bool,
+
+    /// Where to write it (default: the input's name with .snapshot.zip, or with .wasm for
+    /// --module). A state file is zipped when the name ends in .zip, else written bare.
     #[arg(short, long)]
     output: Option<PathBuf>,
 }
@@ -81,7 +98,13 @@ fn run(args: Args) -> anyhow::Result<()> {
     let input =
         std::fs::read(&args.input).with_context(|| format!("reading {}", args.input.display()))?;
     let sources = if input.starts_with(b"PK") {
-        sources::of_zip(&input, MAX_SOURCE_BYTES)?
+        match sources::of_zip(&input, MAX_SOURCE_BYTES)? {
+            ActionCode::Source(sources) => sources,
+            ActionCode::State(_) => bail!(
+                "{} is already a pre-initialised action",
+                args.input.display()
+            ),
+        }
     } else {
         if input.starts_with(b"\0asm") {
             bail!(
@@ -100,42 +123,133 @@ fn run(args: Args) -> anyhow::Result<()> {
     };
     let env: BTreeMap<String, String> = args.env.into_iter().collect();
     let document = language::init_document(language, &args.main, &env, sources);
-    let engine = std::fs::read(&engine_path).with_context(|| {
-        format!(
-            "reading the {} engine {}",
-            language.name(),
-            engine_path.display()
-        )
-    })?;
-
     // The engine's compiled code is needed once here: a private cache of this run's own.
     let cache_dir =
         std::env::temp_dir().join(format!("wasm-precompile-snapshot-{}", std::process::id()));
     std::fs::create_dir(&cache_dir).with_context(|| format!("creating {}", cache_dir.display()))?;
-    let backend = WasmtimeBackend::new(&BackendSettings {
+    let made = BackendSettings {
         cache_dir: cache_dir.clone(),
         max_cache_bytes: 1 << 30,
         max_instances: 2,
         min_instances: 1,
         max_memory_bytes: MAX_MEMORY_BYTES,
         host_io: host_io::start()?,
-    })?;
-    let module = snapshot_module(&backend, &engine, &document);
+    };
+    let made = WasmtimeBackend::new(&made).and_then(|backend| {
+        if args.module {
+            module_of(&backend, language, &engine_path, &document)
+        } else {
+            state_of(&backend, language, &engine_path, &document, &args.main)
+        }
+    });
     let _ = std::fs::remove_dir_all(&cache_dir);
-    let module = module?;
-    let output = args
-        .output
-        .unwrap_or_else(|| args.input.with_extension("wasm"));
-    std::fs::write(&output, &module).with_context(|| format!("writing {}", output.display()))?;
+    let (bytes, what) = made?;
+    let output = args.output.unwrap_or_else(|| {
+        let stem = args.input.file_stem().unwrap_or_default().to_string_lossy();
+        let name = if args.module {
+            format!("{stem}.wasm")
+        } else {
+            format!("{stem}.snapshot.zip")
+        };
+        args.input.with_file_name(name)
+    });
+    let written = if output.extension().is_some_and(|e| e == "zip") {
+        zipped(&output, &bytes)?
+    } else {
+        bytes
+    };
+    std::fs::write(&output, &written).with_context(|| format!("writing {}", output.display()))?;
+    let next = if args.module {
+        format!(
+            "wasm-precompile compile --runtime RUNTIME -- {} --sign-key KEY --zip",
+            output.display()
+        )
+    } else {
+        format!(
+            "wsk action create NAME {} --kind {}",
+            output.display(),
+            match language {
+                Language::JavaScript => "nodejs:20",
+                Language::Python => "python:3",
+            }
+        )
+    };
     println!(
-        "{}: {} bytes, the engine with action {} (main {}) evaluated; next: wasm-precompile compile --runtime RUNTIME -- {} --sign-key KEY --zip",
+        "{}: {} bytes, {what} with action {} (main {}) evaluated; next: {next}",
         output.display(),
-        module.len(),
+        written.len(),
         args.input.display(),
         args.main,
-        output.display()
     );
     Ok(())
+}
+
+/// The action's state file: `document` pre-initialised on the engine at `engine_path` exactly
+/// as an executor's /init does it.
+fn state_of(
+    backend: &WasmtimeBackend,
+    language: Language,
+    engine_path: &Path,
+    document: &str,
+    main: &str,
+) -> anyhow::Result<(Vec<u8>, &'static str)> {
+    let deadline = Instant::now() + INIT_LIMIT;
+    let engine = Engine::load(
+        backend,
+        language,
+        &engine_path.to_path_buf(),
+        None,
+        MAX_MEMORY_BYTES,
+        deadline,
+    )
+    .with_context(|| {
+        format!(
+            "loading the {} engine {}",
+            language.name(),
+            engine_path.display()
+        )
+    })?;
+    let state = language::pre_initialize(
+        backend,
+        &engine,
+        document,
+        MAX_MEMORY_BYTES,
+        INIT_LIMIT,
+        CpuSlot::detached(),
+    )?;
+    let made_by = concat!("wasm-precompile ", env!("CARGO_PKG_VERSION"));
+    let file = language::state_file(language, &engine.sha256, main, made_by, &state).to_bytes();
+    Ok((file, "the state of the engine"))
+}
+
+/// The engine with the action's state written into it, as one portable module.
+fn module_of(
+    backend: &WasmtimeBackend,
+    language: Language,
+    engine_path: &Path,
+    document: &str,
+) -> anyhow::Result<(Vec<u8>, &'static str)> {
+    let engine = std::fs::read(engine_path).with_context(|| {
+        format!(
+            "reading the {} engine {}",
+            language.name(),
+            engine_path.display()
+        )
+    })?;
+    Ok((snapshot_module(backend, &engine, document)?, "the engine"))
+}
+
+/// `bytes` as the one file of a zip, named after the zip.
+fn zipped(zip_path: &Path, bytes: &[u8]) -> anyhow::Result<Vec<u8>> {
+    let stem = zip_path.file_stem().unwrap_or_default().to_string_lossy();
+    let name = stem.strip_suffix(".snapshot").unwrap_or(&stem);
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    // Stored as it is: the state file packs its memory already, faster to unpack than deflate.
+    let stored =
+        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    zip.start_file(format!("{name}.snapshot"), stored)?;
+    zip.write_all(bytes)?;
+    Ok(zip.finish()?.into_inner())
 }
 
 /// The engine with the state `document` leaves it in written into its data and globals

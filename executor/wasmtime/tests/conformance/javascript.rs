@@ -7,7 +7,9 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::harness::{Executor, ScratchDir, b64, js_engine, precompile_snapshot, zip_of};
+use crate::harness::{
+    Executor, ScratchDir, b64, js_engine, precompile_snapshot, precompiled_snapshot, zip_of,
+};
 
 /// A nodejs action's /init value for `source` (text, as `wsk action create x.js` sends it).
 fn js(source: &str) -> Value {
@@ -377,20 +379,9 @@ fn a_javascript_action_pre_initialised_ahead_of_time_runs_as_a_module_with_no_en
            activation: process.env.__OW_ACTIVATION_ID } }",
     )
     .unwrap();
+    let args = ["--module", "--main", "run", "--env", "MODE=snapshot"];
     let module = dir.0.join("action.wasm");
-    let out = module.to_str().expect("a UTF-8 path");
-    let made = precompile_snapshot(
-        &source,
-        "--js-engine",
-        &js_engine(),
-        &["--main", "run", "--env", "MODE=snapshot", "-o", out],
-    );
-    assert!(
-        made.status.success(),
-        "{}",
-        String::from_utf8_lossy(&made.stderr)
-    );
-    let module = std::fs::read(&module).unwrap();
+    let module = precompiled_snapshot(&source, "--js-engine", &js_engine(), &args, &module);
     assert!(module.starts_with(b"\0asm"));
 
     // An executor without a JavaScript engine runs it as the module it is (precompiled for
@@ -410,6 +401,127 @@ fn a_javascript_action_pre_initialised_ahead_of_time_runs_as_a_module_with_no_en
     assert!(!made.status.success());
     let stderr = String::from_utf8_lossy(&made.stderr);
     assert!(stderr.contains("SyntaxError"), "{stderr}");
+}
+
+/// A nodejs action's /init value for a state file (zipped or bare).
+fn js_state(file: &[u8], main: &str) -> Value {
+    json!({ "kind": "nodejs:20", "code": b64(file), "binary": true, "main": main })
+}
+
+#[test]
+fn a_javascript_action_pre_initialised_into_a_state_file_runs_on_the_executors_engine() {
+    let dir = ScratchDir::new("js-state");
+    let source = dir.0.join("action.js");
+    std::fs::write(
+        &source,
+        "console.log('loaded at ' + Date.now() + ' ' + Math.random());\n\
+         const table = Array.from({ length: 1000 }, (_, i) => i);\n\
+         const mode = process.env.MODE;\n\
+         function run(p) { return { sum: table.reduce((a, b) => a + b, 0), x: p.x, mode } }",
+    )
+    .unwrap();
+    let args = ["--main", "run", "--env", "MODE=state"];
+    let zipped = dir.0.join("action.snapshot.zip");
+    let zipped = precompiled_snapshot(&source, "--js-engine", &js_engine(), &args, &zipped);
+    assert!(zipped.starts_with(b"PK"), "zipped for wsk");
+    let bare = dir.0.join("action.state");
+    let bare = precompiled_snapshot(&source, "--js-engine", &js_engine(), &args, &bare);
+
+    let Some(ex) = js_executor(&[]) else { return };
+    // Zipped (by the tool or anyone) or bare, under the action's main or OpenWhisk's default:
+    // the state made ahead of time, its top level's output opening each container's first logs.
+    ex.init("zipped", js_state(&zipped, "run")).expect(200);
+    ex.init("bare", js_state(&bare, "main")).expect(200);
+    let rezipped = zip_of(&[("action.snapshot", &bare)]);
+    ex.init("rezipped", js_state(&rezipped, "run")).expect(200);
+    for id in ["zipped", "bare", "rezipped"] {
+        assert_eq!(
+            ex.run(id, json!({"x": 7})).expect(200).json(),
+            json!({"sum": 499500, "x": 7, "mode": "state"})
+        );
+    }
+    let first = ex.log_lines("bare");
+    let loaded = first
+        .iter()
+        .find(|(_, l)| l.starts_with("loaded at "))
+        .map(|(_, l)| l.clone())
+        .unwrap_or_else(|| panic!("the top level's line: {first:?}"));
+    ex.assert_init_output_opens_logs(&["bare", "rezipped"], &first, &loaded);
+
+    // Refused at /init, saying why: another main, a state that does not fit the container's
+    // memory, a state taken on another engine, a damaged file.
+    let r = ex.init("other_main", js_state(&zipped, "other"));
+    assert_eq!(r.status, 502, "{}", r.text());
+    assert!(
+        r.error().contains("main `run`") && r.error().contains("--main other"),
+        "{}",
+        r.error()
+    );
+    let mut small = js_state(&zipped, "run");
+    small["limits"] = json!({"memory": 1});
+    let r = ex.init("small", small);
+    assert_eq!(r.status, 502, "{}", r.text());
+    assert!(
+        r.error().contains("more than its limit of 1 MB"),
+        "{}",
+        r.error()
+    );
+    let engine_sha = wasm_artifact::sha256_hex(&std::fs::read(js_engine()).unwrap());
+    let at = bare
+        .windows(64)
+        .position(|w| w == engine_sha.as_bytes())
+        .expect("the engine's hash in the header");
+    let mut foreign = bare.clone();
+    foreign[at..at + 64].copy_from_slice(&[b'0'; 64]);
+    let r = ex.init("foreign", js_state(&foreign, "run"));
+    assert_eq!(r.status, 502, "{}", r.text());
+    assert!(r.error().contains("another engine"), "{}", r.error());
+    let r = ex.init("damaged", js_state(&bare[..bare.len() - 9], "run"));
+    assert_eq!(r.status, 502, "{}", r.text());
+    assert!(r.error().contains("damaged"), "{}", r.error());
+    let r = ex.init(
+        "mixed",
+        js_state(&zip_of(&[("a.snapshot", &bare), ("index.js", b"x")]), "run"),
+    );
+    assert_eq!(r.status, 502, "{}", r.text());
+    assert!(r.error().contains("state file only"), "{}", r.error());
+    ex.assert_healthy();
+}
+
+#[test]
+fn an_actions_state_taken_at_init_outlives_the_executor_process() {
+    let state = ScratchDir::new("js-kept-state");
+    let dir = state.0.to_str().unwrap().to_owned();
+    let source = "console.log('loaded at ' + Date.now() + ' ' + Math.random());\n\
+                  function main() { return { ok: true } }";
+    let mut lines = Vec::new();
+    for round in 0..2 {
+        let Some(ex) = js_executor(&["--state-dir", &dir]) else {
+            return;
+        };
+        ex.init("a", js(source)).expect(200);
+        assert_eq!(
+            ex.run("a", json!({})).expect(200).json(),
+            json!({"ok": true})
+        );
+        let logs = ex.log_lines("a");
+        let line = logs.first().map(|(_, l)| l.clone()).unwrap_or_default();
+        assert!(line.starts_with("loaded at "), "round {round}: {logs:?}");
+        lines.push(line);
+        // The state is written in the background: wait until it is on disk.
+        let kept = state.0.join("cache").join("snapshots");
+        let started = Instant::now();
+        while std::fs::read_dir(&kept).map_or(0, |d| d.count()) == 0 {
+            assert!(
+                started.elapsed().as_secs() < 30,
+                "no state kept in {}",
+                kept.display()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+    // The top level ran once: the second process replays what the first one printed.
+    assert_eq!(lines[0], lines[1]);
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::harness::{Executor, ScratchDir, b64, precompile_snapshot, python_engine, zip_of};
+use crate::harness::{Executor, ScratchDir, b64, precompiled_snapshot, python_engine, zip_of};
 
 /// A python action's /init value for `source` (text, as `wsk action create x.py` sends it).
 fn py(source: &str) -> Value {
@@ -352,20 +352,9 @@ fn a_python_action_pre_initialised_ahead_of_time_runs_as_a_module_with_no_engine
          'activation': os.environ.get('__OW_ACTIVATION_ID')}\n",
     )
     .unwrap();
+    let args = ["--module", "--main", "run", "--env", "MODE=snapshot"];
     let module = dir.0.join("action.wasm");
-    let out = module.to_str().expect("a UTF-8 path");
-    let made = precompile_snapshot(
-        &source,
-        "--python-engine",
-        &python_engine(),
-        &["--main", "run", "--env", "MODE=snapshot", "-o", out],
-    );
-    assert!(
-        made.status.success(),
-        "{}",
-        String::from_utf8_lossy(&made.stderr)
-    );
-    let module = std::fs::read(&module).unwrap();
+    let module = precompiled_snapshot(&source, "--python-engine", &python_engine(), &args, &module);
     assert!(module.starts_with(b"\0asm"));
 
     // The module is the whole engine (about 18 MB): wasmer's LLVM compiles it for longer than
@@ -378,6 +367,49 @@ fn a_python_action_pre_initialised_ahead_of_time_runs_as_a_module_with_no_engine
         out,
         json!({"sum": 499500, "x": 7, "mode": "snapshot", "activation": "a1"})
     );
+}
+
+#[test]
+fn a_python_action_pre_initialised_into_a_state_file_runs_on_the_executors_engine() {
+    let dir = ScratchDir::new("py-state");
+    let source = dir.0.join("action.py");
+    std::fs::write(
+        &source,
+        "import os, time\n\
+         print('loaded at', time.time())\n\
+         table = list(range(1000))\n\
+         mode = os.environ.get('MODE')\n\
+         def run(args):\n    return {'sum': sum(table), 'x': args['x'], 'mode': mode}\n",
+    )
+    .unwrap();
+    let args = ["--main", "run", "--env", "MODE=state"];
+    let zipped = dir.0.join("action.snapshot.zip");
+    let zipped = precompiled_snapshot(&source, "--python-engine", &python_engine(), &args, &zipped);
+    let value = json!({ "kind": "python:3", "code": b64(&zipped), "binary": true, "main": "run" });
+
+    // Taken for the Python engine: a JavaScript kind refuses it by name.
+    let js_engine = crate::harness::js_engine();
+    let Some(ex) = py_executor(&["--js-engine", js_engine.to_str().unwrap()]) else {
+        return;
+    };
+    for id in ["one", "two"] {
+        ex.init(id, value.clone()).expect(200);
+        assert_eq!(
+            ex.run(id, json!({"x": 7})).expect(200).json(),
+            json!({"sum": 499500, "x": 7, "mode": "state"})
+        );
+        let logs = ex.log_lines(id);
+        assert!(
+            logs.first()
+                .is_some_and(|(_, l)| l.starts_with("loaded at ")),
+            "{id}: {logs:?}"
+        );
+    }
+    let mut as_js = value.clone();
+    as_js["kind"] = json!("nodejs:20");
+    let r = ex.init("as_js", as_js);
+    assert_eq!(r.status, 502, "{}", r.text());
+    assert!(r.error().contains("for the Python engine"), "{}", r.error());
 }
 
 #[test]
