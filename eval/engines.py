@@ -5,21 +5,34 @@ For each backend: an executor with --js-engine and --python-engine (its engines 
 anything is timed) and, for each language (js, py), interleaved round by round so that the
 machine's noise falls on every row alike:
 
-  L-source      /init of source never seen before, then its first /run
-  L-snapshot    /init of the same action pre-initialised ahead of time (wasm-precompile
-                snapshot, compiled for the backend), first container of that artifact, then
-                its first /run
+  L-source      /init of source never seen before, then its first /run (also the executor's
+                own time for them, from the sums of its /metrics latency histograms)
+  L-state       /init of the same action pre-initialised ahead of time into its state file
+                (wasm-precompile snapshot), first container of that file, then its first /run
+                (also the executor's own time)
+  L-snapshot    the same with the engine and the state as one module (wasm-precompile
+                snapshot --module, compiled for the backend), first container of that
+                artifact, then its first /run
   L-next        /init of another container of an action already loaded, then its first /run
   rust-next     the same for the Rust action `echo` (portable Wasm, already loaded)
   L-warm        a /run of a warm container of the action
   rust-warm     a /run of a warm `echo` container
 
 and the memory each warm container adds (RSS of the executor after N containers of one
-action, less before, over N), for each language's action and for `echo`. Times are the
-client's on loopback (an upper bound of the executor's). Writes results.json and summary.md.
+action, less before, over N), for each language's action and for `echo`. With --docker, the
+same actions on OpenWhisk's own runtimes in Docker (the images of eval/baseline/runtimes/build.sh,
+started as the invoker starts them, eval/baseline/runtimes/coldstart.py) in the same rounds of
+the first backend:
+
+  L-docker      `docker run` of a fresh runtime container, /init, first /run
+  L-docker-warm a /run of a warm runtime container
+
+and the cgroup memory of each of min(N, 20) warm runtime containers. Times are the
+client's on loopback (an upper bound of the executor's; request bodies are encoded before the
+clock starts). Writes results.json and summary.md.
 
   eval/engines.py [--backends wasmtime,wasmer,wamr] [--languages js,py] [--rounds 30]
-                  [--containers 100] [--out eval/results/engines]
+                  [--containers 100] [--docker] [--out eval/results/engines]
 
 Needs target/release/wasm-executor-<backend>, wasm-precompile (with wasm-precompile-snapshot and
 the backend's precompiler) and actions/dist/{quickjs,python,echo}.wasm.
@@ -78,14 +91,16 @@ def free_port():
 
 
 class Executor:
-    def __init__(self, backend, work):
+    def __init__(self, backend, work, languages=tuple(LANGUAGES)):
         self.port = free_port()
         self.state = pathlib.Path(work) / f"state-{backend}"
         self.log = open(pathlib.Path(work) / f"executor-{backend}.log", "w")
+        engines = [arg for lang in languages
+                   for arg in (LANGUAGES[lang]["flag"], str(DIST / LANGUAGES[lang]["engine"]))]
         self.process = subprocess.Popen(
             [str(BIN / f"wasm-executor-{backend}"), "--listen", f"127.0.0.1:{self.port}",
-             "--state-dir", str(self.state), "--js-engine", str(DIST / "quickjs.wasm"),
-             "--python-engine", str(DIST / "python.wasm"), "--allow-unsigned-artifacts", "--max-containers", "100000"],
+             "--state-dir", str(self.state), *engines, "--allow-unsigned-artifacts",
+             "--max-containers", "100000"],
             stdout=subprocess.DEVNULL, stderr=self.log, env={**os.environ, "RUST_LOG": "warn"})
         self.conn = None
         for _ in range(600):
@@ -98,16 +113,28 @@ class Executor:
         raise RuntimeError(f"{backend}: the executor did not start")
 
     def request(self, method, path, body=None):
+        data = body if body is None or isinstance(body, bytes) else json.dumps(body).encode()
+        reused = self.conn is not None
+        try:
+            return self.exchange(method, path, data)
+        except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+            # A kept-alive connection the executor closed while idle: once more on a new one.
+            self.conn = None
+            if not reused:
+                raise
+            return self.exchange(method, path, data)
+
+    def exchange(self, method, path, data):
         if self.conn is None:
             self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=600)
-        data = None if body is None else json.dumps(body).encode()
         self.conn.request(method, path, body=data, headers={"Content-Type": "application/json"})
         response = self.conn.getresponse()
         return response.status, response.read().decode()
 
     def timed(self, method, path, body=None):
+        data = None if body is None else json.dumps(body).encode()
         started = time.perf_counter()
-        status, text = self.request(method, path, body)
+        status, text = self.request(method, path, data)
         return status, text, (time.perf_counter() - started) * 1000
 
     def rss_kib(self):
@@ -136,19 +163,56 @@ def cold(ex, cid, value, params):
     return init_ms + run_ms
 
 
-def artifact_for(backend, language, work):
-    """The action pre-initialised ahead of time and compiled for `backend`, zipped."""
+def executor_ms(ex):
+    """The executor's own time in /inits and /runs so far (the sums of its latency histograms)."""
+    status, text = ex.request("GET", "/metrics")
+    expect(status, text, "metrics")
+    sums = [float(line.split()[-1]) for line in text.splitlines()
+            if line.startswith(("wasm_executor_init_duration_seconds_sum",
+                                "wasm_executor_run_duration_seconds_sum"))]
+    return sum(sums) * 1000
+
+
+def cold_both(ex, cid, value, params):
+    """`cold`, and the executor's own share of it."""
+    before = executor_ms(ex)
+    client = cold(ex, cid, value, params)
+    return client, executor_ms(ex) - before
+
+
+def snapshot_of(language, work, *form):
+    """`wasm-precompile snapshot` of the language's action: its output file."""
     spec = LANGUAGES[language]
     source = pathlib.Path(work) / f"action{spec['suffix']}"
     source.write_text(spec["source"])
-    module = pathlib.Path(work) / f"action-{language}.wasm"
+    out = pathlib.Path(work) / (f"action-{language}.wasm" if form else f"action-{language}.state")
     subprocess.run([str(BIN / "wasm-precompile"), "snapshot", str(source), spec["flag"],
-                    str(DIST / spec["engine"]), "-o", str(module)], check=True,
+                    str(DIST / spec["engine"]), *form, "-o", str(out)], check=True,
                    stdout=subprocess.DEVNULL)
-    out = pathlib.Path(work) / f"action-{language}-{backend}.zip"
+    return out
+
+
+def state_zip(state, mark):
+    """The state file zipped (stored, as wasm-precompile zips it) under a name of its own: other
+    bytes, so an upload the executor has not seen."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
+        archive.writestr(f"{mark}.snapshot", state)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def compiled(backend, module, work):
+    """`module` (a path) compiled for `backend` by wasm-precompile, zipped: its bytes."""
+    out = pathlib.Path(work) / f"{pathlib.Path(module).stem}-{backend}.zip"
     subprocess.run([str(BIN / "wasm-precompile"), "compile", "--runtime", backend, "--",
                     str(module), "--zip", "-o", str(out)], check=True, stdout=subprocess.DEVNULL)
     return out.read_bytes()
+
+
+def artifact_for(backend, language, work):
+    """The action pre-initialised ahead of time as one module and compiled for `backend`,
+    zipped."""
+    return compiled(backend, snapshot_of(language, work, "--module"), work)
 
 
 def marked(zipped, mark):
@@ -167,8 +231,22 @@ def summary(samples):
             "p10_ms": ordered[len(ordered) // 10], "p90_ms": ordered[(len(ordered) * 9) // 10]}
 
 
-def measure(backend, languages, rounds, containers, work):
+# The Docker images of OpenWhisk's own runtimes (eval/baseline/runtimes/build.sh), by language.
+DOCKER_IMAGES = {"js": "owwasm-baseline/action-nodejs", "py": "owwasm-baseline/action-python"}
+# Most runtime containers kept warm at once for their memory (each may use 256 MB).
+DOCKER_MEMORY_CONTAINERS = 20
+
+
+def docker_runtimes():
+    """eval/baseline/runtimes/coldstart.py, imported."""
+    sys.path.insert(0, str(REPO / "eval" / "baseline" / "runtimes"))
+    import coldstart
+    return coldstart
+
+
+def measure(backend, languages, rounds, containers, work, docker=False):
     artifacts = {lang: artifact_for(backend, lang, work) for lang in languages}
+    states = {lang: snapshot_of(lang, work).read_bytes() for lang in languages}
     echo = base64.b64encode((DIST / "echo.wasm").read_bytes()).decode()
     actions = {lang: {"kind": LANGUAGES[lang]["kind"], "binary": False,
                       "code": LANGUAGES[lang]["source"]} for lang in languages}
@@ -178,8 +256,13 @@ def measure(backend, languages, rounds, containers, work):
         for lang, value in actions.items():
             cold(ex, f"warm-{lang}", value, {"name": "Ada"})
         cold(ex, "warm-echo", {"binary": True, "code": echo}, {"x": 1})
-        rows = [f"{lang}-{row}" for lang in languages for row in ("source", "snapshot", "next")]
+        rows = [f"{lang}-{row}" for lang in languages
+                for row in ("source", "source (executor side)", "state", "state (executor side)",
+                            "snapshot", "next")]
         rows += ["rust-next"] + [f"{lang}-warm" for lang in languages] + ["rust-warm"]
+        runtimes = docker_runtimes() if docker else None
+        if runtimes:
+            rows += [f"{lang}-docker" for lang in languages]
         samples = {k: [] for k in rows}
         for r in range(rounds):
             # Warm rows first: on wasmer the first activation after a large artifact is loaded
@@ -193,16 +276,27 @@ def measure(backend, languages, rounds, containers, work):
             for lang, value in actions.items():
                 comment = LANGUAGES[lang]["comment"]
                 unique = dict(value, code=f"{comment} round {r}\n{value['code']}")
-                samples[f"{lang}-source"].append(cold(ex, f"src-{lang}{r}", unique, {"name": "Ada"}))
+                for row, cold_value in (("source", unique), ("state", {
+                        "kind": value["kind"], "binary": True,
+                        "code": state_zip(states[lang], f"round{r}")})):
+                    client, own = cold_both(ex, f"{row}-{lang}{r}", cold_value, {"name": "Ada"})
+                    samples[f"{lang}-{row}"].append(client)
+                    samples[f"{lang}-{row} (executor side)"].append(own)
                 # The artifact in a zip of other bytes each round: an upload never seen before.
                 snapshot = {"kind": "wasm:0.1", "binary": True,
                             "code": marked(artifacts[lang], str(r))}
                 samples[f"{lang}-snapshot"].append(cold(ex, f"snap-{lang}{r}", snapshot, {"name": "Ada"}))
                 samples[f"{lang}-next"].append(cold(ex, f"next-{lang}{r}", value, {"name": "Ada"}))
-                made += [f"src-{lang}{r}", f"snap-{lang}{r}", f"next-{lang}{r}"]
+                made += [f"source-{lang}{r}", f"state-{lang}{r}", f"snap-{lang}{r}", f"next-{lang}{r}"]
             samples["rust-next"].append(cold(ex, f"echo{r}", {"binary": True, "code": echo}, {"x": r}))
+            for lang in languages if runtimes else []:
+                samples[f"{lang}-docker"].append(
+                    runtimes.cold_start_ms(DOCKER_IMAGES[lang], LANGUAGES[lang]["source"]))
             for cid in made + [f"echo{r}"]:
                 ex.request("POST", f"/{cid}/destroy")
+        for lang in languages if runtimes else []:
+            image, source = DOCKER_IMAGES[lang], LANGUAGES[lang]["source"]
+            samples[f"{lang}-docker-warm"] = runtimes.warm_run_ms(image, source, runs=rounds)
         results = {k: summary(v) for k, v in samples.items()}
         memory = {}
         for name, value in list(actions.items()) + [("rust", {"binary": True, "code": echo})]:
@@ -216,6 +310,13 @@ def measure(backend, languages, rounds, containers, work):
                             "kib_per_container": (ex.rss_kib() - before) / containers}
             for i in range(containers):
                 ex.request("POST", f"/mem-{name}-{i}/destroy")
+        for lang in languages if runtimes else []:
+            image, source = DOCKER_IMAGES[lang], LANGUAGES[lang]["source"]
+            n = min(containers, DOCKER_MEMORY_CONTAINERS)
+            memory[f"docker {lang}"] = {
+                "containers": n,
+                "kib_per_container": runtimes.memory_per_container_kib(image, source, n),
+                "image": image, "image_id": runtimes.image_info(image)["id"]}
         results["memory"] = memory
         return results
     finally:
@@ -228,6 +329,9 @@ def main():
     parser.add_argument("--languages", default="js,py")
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--containers", type=int, default=100)
+    parser.add_argument("--docker", action="store_true",
+                        help="also OpenWhisk's nodejs and python runtimes in Docker "
+                             "(images of eval/baseline/runtimes/build.sh, on DOCKER_HOST)")
     parser.add_argument("--out", default=str(REPO / "eval" / "results" / "engines"))
     args = parser.parse_args()
     out = pathlib.Path(args.out)
@@ -236,10 +340,10 @@ def main():
     try:
         results = {"machine": {"load_avg": os.getloadavg(), "cpus": os.cpu_count()},
                    "rounds": args.rounds, "backends": {}}
-        for backend in args.backends.split(","):
+        for i, backend in enumerate(args.backends.split(",")):
             print(f"== {backend}", file=sys.stderr)
             results["backends"][backend] = measure(backend, args.languages.split(","), args.rounds,
-                                                   args.containers, work)
+                                                   args.containers, work, args.docker and i == 0)
         results["machine"]["load_avg_after"] = os.getloadavg()
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -254,6 +358,17 @@ def main():
         for name, m in figures["memory"].items():
             lines.append(f"| {backend} | memory per warm {name} container ({m['containers']}) | "
                          f"{m['kib_per_container']:.0f} KiB | | |")
+    with_docker = [figures for figures in results["backends"].values()
+                   if any(name.endswith("-docker") for name in figures)]
+    if with_docker:
+        docker = with_docker[0]
+        lines += ["", "| backend | language | cold start of OpenWhisk's runtime in Docker over the "
+                      "executor's: source never seen | state file |", "|---|---|---:|---:|"]
+        for backend, figures in results["backends"].items():
+            for lang in args.languages.split(","):
+                d = docker[f"{lang}-docker"]["median_ms"]
+                lines.append(f"| {backend} | {lang} | {d / figures[f'{lang}-source']['median_ms']:.0f}× | "
+                             f"{d / figures[f'{lang}-state']['median_ms']:.0f}× |")
     lines.append("")
     lines.append(f"Load average before and after: {results['machine']['load_avg']} → "
                  f"{results['machine']['load_avg_after']}; {args.rounds} rounds, client-side "
