@@ -88,15 +88,27 @@ impl Language {
     }
 }
 
+/// The variables OpenWhisk's invoker puts in an /init's environment that belong to the
+/// activation which caused it, not to the action: every container's /init has other values.
+/// The top level, which runs once for all containers of an action, does not see them (`main`
+/// does, each activation its own).
+pub const PER_ACTIVATION_ENV: [&str; 3] =
+    ["__OW_ACTIVATION_ID", "__OW_TRANSACTION_ID", "__OW_DEADLINE"];
+
 /// What pre-initialisation gives the engine on stdin: the language (so that documents, the
 /// key of shared snapshots, differ between engines), the entry function's name, the action's
-/// environment at /init, and its sources.
+/// environment at /init (less [`PER_ACTIVATION_ENV`], so that the containers of one action
+/// share its snapshot), and its sources.
 pub fn init_document(
     language: Language,
     main: &str,
     env: &BTreeMap<String, String>,
     sources: Sources,
 ) -> String {
+    let env: BTreeMap<&String, &String> = env
+        .iter()
+        .filter(|(name, _)| !PER_ACTIVATION_ENV.contains(&name.as_str()))
+        .collect();
     let mut document = serde_json::json!({ "language": language.name(), "main": main, "env": env });
     match sources {
         Sources::Text(code) => document["code"] = code.into(),
@@ -561,7 +573,7 @@ mod tests {
 
     #[test]
     fn the_init_document_carries_main_env_and_sources() {
-        let env = BTreeMap::from([("__OW_API_HOST".to_string(), "h".to_string())]);
+        let mut env = BTreeMap::from([("__OW_API_HOST".to_string(), "h".to_string())]);
         let doc = init_document(
             Language::JavaScript,
             "run",
@@ -571,6 +583,17 @@ mod tests {
         let parsed: serde_json::Value = serde_json::from_str(&doc).unwrap();
         assert_eq!(parsed["main"], "run");
         assert_eq!(parsed["env"]["__OW_API_HOST"], "h");
+        // What OpenWhisk sets per activation leaves the document, and with it the key, alike.
+        for name in PER_ACTIVATION_ENV {
+            env.insert(name.to_string(), "first activation's".to_string());
+        }
+        let same = init_document(
+            Language::JavaScript,
+            "run",
+            &env,
+            Sources::Text("function run(){}".into()),
+        );
+        assert_eq!(same, doc);
         assert_eq!(parsed["code"], "function run(){}");
         let files = BTreeMap::from([("index.js".to_string(), "x".to_string())]);
         let doc = init_document(Language::Python, "main", &env, Sources::Files(files));

@@ -196,20 +196,26 @@ fn every_activation_starts_from_the_snapshot_with_its_own_environment_and_logs()
         let runs = 0;
         const table = Array.from({ length: 5000 }, (_, i) => i);
         const atInit = process.env.GREETING;
+        const activationAtInit = process.env.__OW_ACTIVATION_ID;
         console.log('top level');
         function main(p) {
             runs++;
             console.log('hello', p.name);
             console.error('to stderr');
             return { runs, size: table.length, atInit, activation: process.env.__OW_ACTIVATION_ID,
-                     random: Math.random(), now: Date.now() };
+                     activationAtInit, random: Math.random(), now: Date.now() };
         }
     "#;
-    let mut value = js(source);
-    value["env"] = json!({"GREETING": "hi"});
-    ex.init("a", value.clone()).expect(200);
+    // Each /init with the variables OpenWhisk's invoker sets for the activation that caused it.
+    let value_for = |first: &str| {
+        let mut value = js(source);
+        value["env"] = json!({"GREETING": "hi", "__OW_ACTIVATION_ID": first,
+                              "__OW_TRANSACTION_ID": format!("tx-{first}"), "__OW_DEADLINE": "1700000000000"});
+        value
+    };
+    ex.init("a", value_for("first-a")).expect(200);
     let started = Instant::now();
-    ex.init("b", value).expect(200);
+    ex.init("b", value_for("first-b")).expect(200);
     let second_init = started.elapsed();
     assert_eq!(
         ex.gauge("modules"),
@@ -228,6 +234,11 @@ fn every_activation_starts_from_the_snapshot_with_its_own_environment_and_logs()
             "the /init's environment reaches the top level"
         );
         assert_eq!(out["activation"], format!("act{i}"));
+        assert_eq!(
+            out.get("activationAtInit"),
+            None,
+            "the top level sees no activation's variables"
+        );
         assert!(
             out["now"].as_f64().unwrap() > 1.7e12,
             "the clock is the run's"

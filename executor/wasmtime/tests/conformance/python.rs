@@ -182,11 +182,16 @@ fn every_python_activation_starts_from_the_snapshot_with_its_own_environment() {
                   'activation': os.environ.get('__OW_ACTIVATION_ID'), \
                   'api_host': os.environ.get('__OW_API_HOST'), \
                   'random': random.random(), 'executable': sys.executable}\n";
-    let mut value = py(source);
-    value["env"] = json!({"SOME_VAR": "xyz", "ANOTHER_VAR": ""});
-    ex.init("a", value.clone()).expect(200);
+    // Each /init with the variables OpenWhisk's invoker sets for the activation that caused it.
+    let value_for = |first: &str| {
+        let mut value = py(source);
+        value["env"] = json!({"SOME_VAR": "xyz", "ANOTHER_VAR": "", "__OW_ACTIVATION_ID": first,
+                              "__OW_TRANSACTION_ID": format!("tx-{first}"), "__OW_DEADLINE": "1700000000000"});
+        value
+    };
+    ex.init("a", value_for("first-a")).expect(200);
     let started = Instant::now();
-    ex.init("b", value).expect(200);
+    ex.init("b", value_for("first-b")).expect(200);
     let second_init = started.elapsed();
     assert_eq!(
         ex.gauge("modules"),
