@@ -111,8 +111,27 @@ def check(args):
     print("buildno %s, build %s" % (info.get("buildno"), info.get("build")))
 
 
+# Actions in a language: the kind on the executor's engines, OpenWhisk's own runtime image in
+# Docker (eval/baseline/runtimes), and the source file's suffix in the code directory.
+LANGUAGE_ACTIONS = {"hello-js": ("nodejs:20", "action-nodejs", ".js"),
+                    "hello-py": ("python:3", "action-python", ".py")}
+
+
 def action_body(args, kind):
-    if args.platform == "docker":
+    if kind in LANGUAGE_ACTIONS:
+        runtime_kind, image, suffix = LANGUAGE_ACTIONS[kind]
+        path = os.path.join(args.code_dir, kind + suffix)
+        try:
+            with open(path) as f:
+                source = f.read()
+        except OSError as e:
+            die("cannot read %s: %s" % (path, e))
+        if args.platform == "docker":
+            exec_ = {"kind": "blackbox", "code": source, "binary": False, "main": "main",
+                     "image": "%s/%s:%s" % (args.image_prefix, image, args.image_tag)}
+        else:
+            exec_ = {"kind": runtime_kind, "code": source, "binary": False, "main": "main"}
+    elif args.platform == "docker":
         exec_ = {"kind": "blackbox", "image": "%s/%s:%s" % (args.image_prefix, kind, args.image_tag)}
     else:
         path = os.path.join(args.code_dir, kind + ".zip")
@@ -174,12 +193,13 @@ def probe(args):
 
 
 # ------------------------------------------------------------------------------ summary
-# The levels run.sh measures, in the order of the tables: (file, title, what is summarised).
+# The levels run.sh measures, in the order of the tables: (file, title, what is summarised);
+# {action} is the cold and warm levels' action (meta.json's, echo unless run.sh --action).
 LEVELS = [
-    ("cold-1", "cold start, 1 at a time (echo)", "cold"),
-    ("warm", "warm activation (echo)", "warm"),
-    ("cold-16", "16 concurrent cold starts (echo)", "cold"),
-    ("cold-32", "32 concurrent cold starts (echo)", "cold"),
+    ("cold-1", "cold start, 1 at a time ({action})", "cold"),
+    ("warm", "warm activation ({action})", "warm"),
+    ("cold-16", "16 concurrent cold starts ({action})", "cold"),
+    ("cold-32", "32 concurrent cold starts ({action})", "cold"),
     ("mixed", "mixed (hash/net, McGrath-Brenner ramp)", "all"),
     ("realistic", "realistic (90 % to 2 hot, 10 % to rare actions)", "all"),
 ]
@@ -282,7 +302,7 @@ def summarize(args):
             meta = json.load(f)
     summary = {"meta": meta, "levels": {}}
     for level, title, focus in LEVELS:
-        entry = {"title": title, "focus": focus}
+        entry = {"title": title.format(action=meta.get("action", "echo")), "focus": focus}
         for p in platforms:
             path = os.path.join(args.results, p, level + ".csv")
             if not os.path.exists(path):

@@ -10,7 +10,7 @@ usage: eval/openwhisk/run.sh --wasm-api URL --docker-api URL [--docker-host DOCK
                              [--auth UUID:KEY] [--quick] [--out DIR] [--platforms wasm,docker]
                              [--levels cold-1,warm,cold-16,cold-32,mixed,realistic]
                              [--openwhisk-commit TEXT] [--wasm-executor TEXT] [--servers TEXT]
-                             [--offline]
+                             [--action echo|hello-js|hello-py] [--offline]
                              [-- -Jname=value ...]
 
   --wasm-api URL        OpenWhisk API host with the wasm factory (e.g. http://127.0.0.1:3233)
@@ -25,6 +25,10 @@ usage: eval/openwhisk/run.sh --wasm-api URL --docker-api URL [--docker-host DOCK
   --openwhisk-commit T  recorded in meta.json / summary.md (the servers cannot tell it)
   --wasm-executor T     a description of the executor (binary, flags), recorded likewise
   --servers T           a description of the two servers (build, pool, limits), recorded likewise
+  --action NAME         the action of the cold and warm levels: echo (default), or hello-js /
+                        hello-py (eval/engines.py's JavaScript and Python actions: on the wasm
+                        side the executor's engines, on the Docker side OpenWhisk's own nodejs
+                        and python runtime images of eval/baseline/runtimes/build.sh)
   --offline             Maven offline (-o), once ~/.m2 has the JMeter plugin
   after --:             -Jname=value plan properties for every plan (win over the sizes here)
 
@@ -43,6 +47,7 @@ GUEST_KEY="23bc46b1-71f6-4ed5-8c54-816aa4f8c502:123zO3xZCLrMN6v2BKK1dXYFpXlPkccO
 wasm_api="" docker_api="" docker_host="${DOCKER_HOST:-}" auth="${OW_AUTH:-$GUEST_KEY}"
 quick=0 out="" platforms="wasm,docker" levels="cold-1,warm,cold-16,cold-32,mixed,realistic"
 ow_commit="unknown (pass --openwhisk-commit)" executor_desc="" servers_desc="" offline=0 jprops=()
+action=echo
 while [ $# -gt 0 ]; do
     case "$1" in
         --wasm-api) wasm_api="${2:?}"; shift 2 ;;
@@ -57,6 +62,7 @@ while [ $# -gt 0 ]; do
         --wasm-executor) executor_desc="${2:?}"; shift 2 ;;
         --servers) servers_desc="${2:?}"; shift 2 ;;
         --offline) offline=1; shift ;;
+        --action) action="${2:?}"; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         --) shift
             for a in "$@"; do
@@ -117,6 +123,23 @@ zips="$work/zip"
 if [[ ",$platforms," == *,wasm,* ]]; then
     "$root/actions/pack.sh" --out "$zips" echo hash net >&2 || die "actions/pack.sh failed"
 fi
+# The JavaScript and Python actions' sources, beside the zips (both platforms read them).
+kinds=(echo hash net)
+case "$action" in
+    echo) ;;
+    hello-js|hello-py)
+        kinds+=("$action")
+        mkdir -p "$zips"
+        python3 - "$zips" "$root/eval" <<'PY' || die "writing the JavaScript and Python sources failed"
+import pathlib, sys
+sys.path.insert(0, sys.argv[2])
+from engines import LANGUAGES
+for language, spec in LANGUAGES.items():
+    (pathlib.Path(sys.argv[1]) / f"hello-{language}{spec['suffix']}").write_text(spec["source"])
+PY
+        ;;
+    *) die "--action takes echo, hello-js or hello-py, not $action" ;;
+esac
 image_prefix="127.0.0.1:5999/owwasm-baseline"
 # not "latest": for a :latest blackbox image a failed pull fails the activation (DockerContainer.create);
 # for any other tag the invoker tolerates it and runs the local image.
@@ -131,6 +154,12 @@ if [[ ",$platforms," == *,docker,* ]]; then
     for a in echo hash net; do
         docker tag "owwasm-baseline/$a:latest" "$image_prefix/$a:$image_tag" || die "docker tag $a failed"
     done
+    if [[ "$action" == hello-* ]]; then
+        runtime="action-$([ "$action" = hello-js ] && echo nodejs || echo python)"
+        docker image inspect "owwasm-baseline/$runtime:latest" >/dev/null 2>&1 ||
+            die "no image owwasm-baseline/$runtime: build it with eval/baseline/runtimes/build.sh"
+        docker tag "owwasm-baseline/$runtime:latest" "$image_prefix/$runtime:$image_tag" || die "docker tag $runtime failed"
+    fi
     bridge_ip="$(docker network inspect bridge --format '{{range .IPAM.Config}}{{.Gateway}}{{end}}' 2>/dev/null)" ||
         die "no bridge network on the Docker engine at $docker_host"
     [ -n "$bridge_ip" ] || die "the Docker engine's bridge network has no gateway address"
@@ -152,7 +181,7 @@ net_url_of() { if [ "$1" = wasm ]; then echo "http://127.0.0.1:$delay_port/"; el
 memory_mb=128
 # --- probes: create + invoke each kind once on each platform (fails clearly, warms caches) ------
 for p in "${plats[@]}"; do
-    for k in echo hash net; do
+    for k in "${kinds[@]}"; do
         line="$(python3 "$tool" probe --api "$(api_of "$p")" --auth "$auth" --platform "$p" --kind "$k" \
             --code-dir "$zips" --image-prefix "$image_prefix" --image-tag "$image_tag" --memory-mb "$memory_mb" \
             --net-url "$(net_url_of "$p")")" || die "platform $p: probing $k failed (see above)"
@@ -166,19 +195,19 @@ plan_of() { case "$1" in cold-*) echo ow-cold-start ;; warm) echo ow-warm ;; mix
 sizes_of() {
     if [ "$quick" = 1 ]; then
         case "$1" in
-            cold-1) echo "action=echo clients=1 rounds=3 round_pause_ms=300" ;;
-            warm) echo "action=echo threads=1 requests=10 think_ms=0" ;;
-            cold-16) echo "action=echo clients=4 rounds=1 round_pause_ms=500" ;;
-            cold-32) echo "action=echo clients=6 rounds=1 round_pause_ms=500" ;;
+            cold-1) echo "action=$action clients=1 rounds=3 round_pause_ms=300" ;;
+            warm) echo "action=$action threads=1 requests=10 think_ms=0" ;;
+            cold-16) echo "action=$action clients=4 rounds=1 round_pause_ms=500" ;;
+            cold-32) echo "action=$action clients=6 rounds=1 round_pause_ms=500" ;;
             mixed) echo "max_threads=3 ramp_interval=1 hold=3" ;;
             realistic) echo "threads=4 duration=8 rampup=1 think_ms=100 think_dist=exp hot_share=0.9 rare_count=6" ;;
         esac
     else
         case "$1" in
-            cold-1) echo "action=echo clients=1 rounds=10 round_pause_ms=1000" ;;
-            warm) echo "action=echo threads=1 requests=50 think_ms=0" ;;
-            cold-16) echo "action=echo clients=16 rounds=2 round_pause_ms=5000" ;;
-            cold-32) echo "action=echo clients=32 rounds=2 round_pause_ms=5000" ;;
+            cold-1) echo "action=$action clients=1 rounds=10 round_pause_ms=1000" ;;
+            warm) echo "action=$action threads=1 requests=50 think_ms=0" ;;
+            cold-16) echo "action=$action clients=16 rounds=2 round_pause_ms=5000" ;;
+            cold-32) echo "action=$action clients=32 rounds=2 round_pause_ms=5000" ;;
             mixed) echo "max_threads=16 ramp_interval=5 hold=30" ;;
             realistic) echo "threads=16 duration=120 rampup=10 think_ms=500 think_dist=exp hot_share=0.9 rare_count=60" ;;
         esac
@@ -278,6 +307,7 @@ except Exception:
 meta = {
     "date": "$date_utc",
     "mode": "quick" if $quick else "full",
+    "action": "$action",
     "openwhisk_commit": """$ow_commit""",
     "machine": "%s, %s, %s" % (platform.node(), cpu, platform.platform()),
     "cpus": os.cpu_count(),
@@ -289,8 +319,11 @@ meta = {
     "wasm_executor": """$executor_desc""" or "(not given)",
     "servers": """$servers_desc""" or "(not given)",
     "docker_engine": "$engine (DOCKER_HOST=$docker_host, bridge gateway $bridge_ip)" if "$engine" else "",
-    "settings": "action memory $memory_mb MB, timeout 60 s, blocking invokes; wasm: portable modules "
-                "(zip of actions/dist/*.wasm); docker: blackbox $image_prefix/{echo,hash,net}:$image_tag; "
+    "settings": "action memory $memory_mb MB, timeout 60 s, blocking invokes; cold and warm levels: "
+                "$action; wasm: portable modules (zip of actions/dist/*.wasm), hello-js/hello-py as "
+                "nodejs:20/python:3 source on the executor's engines; docker: blackbox "
+                "$image_prefix/{echo,hash,net}:$image_tag, hello-js/hello-py as source on "
+                "$image_prefix/action-{nodejs,python}:$image_tag (OpenWhisk's own runtimes); "
                 "net: GET to a 300 ms delay server",
     "seconds_per_plan": took,
     "seconds_total": $total,
