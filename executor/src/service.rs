@@ -319,15 +319,21 @@ impl<B: Backend> Executor<B> {
 
         let (upload, loading) = match language {
             None => (self.uploads.upload(&code, body, binary), Loading::Module),
-            // A state file a live container holds: nothing to decode.
-            Some(language) if let Some(upload) = self.uploads.find_state(&code) => (
-                upload,
-                Loading::State {
-                    language,
-                    main,
-                    file: None,
-                },
-            ),
+            // A state file a live container holds: nothing to decode (source sent as text,
+            // `binary: false`, is never one).
+            Some(language)
+                if binary != Some(false)
+                    && let Some(upload) = self.uploads.find_state(&code) =>
+            {
+                (
+                    upload,
+                    Loading::State {
+                        language,
+                        main,
+                        file: None,
+                    },
+                )
+            }
             Some(language) => match self.decode_sources(&code, binary)? {
                 ActionCode::State(file) => (
                     self.uploads.upload_state(&code, body),
