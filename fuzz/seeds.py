@@ -76,7 +76,7 @@ def state_file(writes, pages=2):
     unpacked = struct.pack("<I", len(writes)) + b"".join(
         struct.pack("<QI", offset, len(data)) + data for offset, data in writes)
     packed = lz4_literals(unpacked)
-    return (b"\0owstate" + struct.pack("<I", len(header)) + header
+    return (b"\0OWSTAT1" + struct.pack("<I", len(header)) + header
             + struct.pack("<QQ", len(unpacked), len(packed)) + packed)
 
 

@@ -16,8 +16,9 @@ use thiserror::Error;
 
 use crate::snapshot::{GlobalValue, MemoryWrite, PAGE_BYTES, Snapshot};
 
-/// First bytes of every state file (a NUL first: it can be neither text nor a zip).
-pub const MAGIC: &[u8; 8] = b"\0owstate";
+/// First bytes of every state file (a NUL first: it can be neither text nor a zip; the last
+/// character is the format's version).
+pub const MAGIC: &[u8; 8] = b"\0OWSTAT1";
 /// Most bytes of header (the top level's output is kept up to 1 MiB, escaped in JSON).
 const MAX_HEADER_BYTES: usize = 8 << 20;
 /// A Wasm32 memory's most pages.
