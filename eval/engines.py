@@ -15,8 +15,8 @@ machine's noise falls on every row alike:
                 artifact, then its first /run
   L-next        /init of another container of an action already loaded, then its first /run
   rust-next     the same for the Rust action `echo` (portable Wasm, already loaded)
-  L-warm        a /run of a warm container of the action
-  rust-warm     a /run of a warm `echo` container
+  L-warm        a /run of a warm container of the action (also the executor's own time)
+  rust-warm     a /run of a warm `echo` container (also the executor's own time)
 
 and the memory each warm container adds (RSS of the executor after N containers of one
 action, less before, over N), for each language's action and for `echo`. With --docker, the
@@ -259,7 +259,8 @@ def measure(backend, languages, rounds, containers, work, docker=False):
         rows = [f"{lang}-{row}" for lang in languages
                 for row in ("source", "source (executor side)", "state", "state (executor side)",
                             "snapshot", "next")]
-        rows += ["rust-next"] + [f"{lang}-warm" for lang in languages] + ["rust-warm"]
+        rows += ["rust-next"] + [f"{row}{side}" for row in [f"{lang}-warm" for lang in languages]
+                                 + ["rust-warm"] for side in ("", " (executor side)")]
         runtimes = docker_runtimes() if docker else None
         if runtimes:
             rows += [f"{lang}-docker" for lang in languages]
@@ -269,9 +270,11 @@ def measure(backend, languages, rounds, containers, work, docker=False):
             # (the Python snapshot) pays for it, and that falls on a cold row of the round.
             warm = [(f"warm-{lang}", f"{lang}-warm") for lang in languages]
             for cid, key in warm + [("warm-echo", "rust-warm")]:
+                before = executor_ms(ex)
                 status, text, ms = ex.timed("POST", f"/{cid}/run", {"value": {"name": "Ada"}})
                 expect(status, text, f"warm {cid}")
                 samples[key].append(ms)
+                samples[f"{key} (executor side)"].append(executor_ms(ex) - before)
             made = []
             for lang, value in actions.items():
                 comment = LANGUAGES[lang]["comment"]
