@@ -326,6 +326,23 @@ def measure(backend, languages, rounds, containers, work, docker=False):
         ex.stop()
 
 
+def per_backend(backends, prefix, measure, **settings):
+    """`measure(backend, first, work)` for each backend in turn, in one scratch directory: the
+    results as results.json holds them (the machine and its load before and after, `settings`,
+    the figures by backend)."""
+    results = {"machine": {"load_avg": os.getloadavg(), "cpus": os.cpu_count()}, **settings,
+               "backends": {}}
+    work = tempfile.mkdtemp(prefix=prefix)
+    try:
+        for i, backend in enumerate(backends):
+            print(f"== {backend}", file=sys.stderr)
+            results["backends"][backend] = measure(backend, i == 0, work)
+        results["machine"]["load_avg_after"] = os.getloadavg()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return results
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--backends", default="wasmtime")
@@ -339,17 +356,11 @@ def main():
     args = parser.parse_args()
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    work = tempfile.mkdtemp(prefix="eval-engines-")
-    try:
-        results = {"machine": {"load_avg": os.getloadavg(), "cpus": os.cpu_count()},
-                   "rounds": args.rounds, "backends": {}}
-        for i, backend in enumerate(args.backends.split(",")):
-            print(f"== {backend}", file=sys.stderr)
-            results["backends"][backend] = measure(backend, args.languages.split(","), args.rounds,
-                                                   args.containers, work, args.docker and i == 0)
-        results["machine"]["load_avg_after"] = os.getloadavg()
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    results = per_backend(
+        args.backends.split(","), "eval-engines-",
+        lambda backend, first, work: measure(backend, args.languages.split(","), args.rounds,
+                                             args.containers, work, args.docker and first),
+        rounds=args.rounds)
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     lines = ["| backend | figure | median | p10 | p90 |", "|---|---|---:|---:|---:|"]
     for backend, figures in results["backends"].items():

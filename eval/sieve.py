@@ -23,12 +23,8 @@ summary.md.
 import argparse
 import base64
 import json
-import os
 import pathlib
-import shutil
 import subprocess
-import sys
-import tempfile
 
 import engines
 
@@ -106,18 +102,12 @@ def main():
     expected = {"limit": args.limit, "count": count, "largest": largest}
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    work = tempfile.mkdtemp(prefix="eval-sieve-")
-    results = {"machine": {"load_avg": os.getloadavg(), "cpus": os.cpu_count()},
-               "limit": args.limit, "rounds": args.rounds, "expected": expected, "backends": {}}
-    try:
-        for i, backend in enumerate(args.backends.split(",")):
-            print(f"== {backend}", file=sys.stderr)
-            image = engines.DOCKER_IMAGES["js"] if args.docker and i == 0 else None
-            results["backends"][backend] = measure(backend, args.limit, args.rounds, expected,
-                                                   image, work)
-        results["machine"]["load_avg_after"] = os.getloadavg()
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    results = engines.per_backend(
+        args.backends.split(","), "eval-sieve-",
+        lambda backend, first, work: measure(
+            backend, args.limit, args.rounds, expected,
+            engines.DOCKER_IMAGES["js"] if args.docker and first else None, work),
+        limit=args.limit, rounds=args.rounds, expected=expected)
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     lines = [f"Prime sieve up to {args.limit:,}, warm /run, {args.rounds} rounds:", "",
              "| backend | action | median | p10 | p90 |", "|---|---|---:|---:|---:|"]
