@@ -91,7 +91,7 @@ def free_port():
 
 
 class Executor:
-    def __init__(self, backend, work, languages=tuple(LANGUAGES)):
+    def __init__(self, backend, work, languages=tuple(LANGUAGES), extra=()):
         self.port = free_port()
         self.state = pathlib.Path(work) / f"state-{backend}"
         self.log = open(pathlib.Path(work) / f"executor-{backend}.log", "w")
@@ -100,7 +100,7 @@ class Executor:
         self.process = subprocess.Popen(
             [str(BIN / f"wasm-executor-{backend}"), "--listen", f"127.0.0.1:{self.port}",
              "--state-dir", str(self.state), *engines, "--allow-unsigned-artifacts",
-             "--max-containers", "100000"],
+             "--max-containers", "100000", *extra],
             stdout=subprocess.DEVNULL, stderr=self.log, env={**os.environ, "RUST_LOG": "warn"})
         self.conn = None
         for _ in range(600):

@@ -152,6 +152,8 @@ timed "evaluation (quick mode): every backend against the Docker baseline, JMete
     eval/evaluate.sh --quick
 timed "JavaScript and Python on the executor (quick mode): cold and warm, source and snapshot, memory" \
     python3 eval/engines.py --backends wasmtime --rounds 3 --containers 10 --out target/eval-quick/engines
+timed "an I/O-bound JavaScript and Python action on the executor (quick mode)" \
+    python3 eval/engines_io.py --backends wasmtime --concurrency 1,4 --seconds 1 --out target/eval-quick/engines-io
 
 # Last, so that the background build has had every idle moment of the steps above.
 timed "ARM builds (aarch64: every executor, the precompilers): the rest of the background build" \

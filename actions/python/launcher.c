@@ -3,10 +3,11 @@
  * standard library frozen in (freeze.py), behind OpenWhisk's python action contract
  * (runtime.py, the frozen module `_openwhisk`).
  *
- * The executor pre-initialises it once per action: it calls the export `wizer-initialize`
- * with the action's init document on stdin ({"main", "env", "code"} for source text,
- * {"main", "env", "files"} for a zip), which starts the interpreter and loads the action; the
- * instance's state is the action's snapshot, and every activation starts from it at `_start`
+ * The executor starts it once per namespace (the export `start-engine`: the interpreter up,
+ * nothing of an action loaded) and pre-initialises each action from that state: it calls the
+ * export `wizer-initialize` with the action's init document on stdin ({"main", "env", "code"}
+ * for source text, {"main", "env", "files"} for a zip), which loads the action (starting the
+ * interpreter first if it is not); the instance's state is the action's snapshot, and every activation starts from it at `_start`
  * with the parameters as argv[1]. Activations print their result as the last stdout line and
  * exit 0 (200) or 1 (502, the line's `error`).
  *
@@ -148,9 +149,18 @@ static int start_interpreter(void) {
     return 0;
 }
 
+/* Starts the interpreter without an action: the executor keeps this state per namespace and
+ * pre-initialises the namespace's actions from it. */
+__attribute__((export_name("start-engine"))) void start_engine(void) {
+    if (!runtime && start_interpreter() != 0)
+        exit(1);
+    fflush(stdout);
+    fflush(stderr);
+}
+
 __attribute__((export_name("wizer-initialize"))) void initialize_action(void) {
     char *document = read_stdin();
-    if (!document || start_interpreter() != 0) {
+    if (!document || (!runtime && start_interpreter() != 0)) {
         report_error("Initialization has failed: the Python engine does not start");
         return;
     }

@@ -15,10 +15,12 @@ import io
 import json
 import os
 import sys
-import traceback
 import types
-from importlib.abc import Loader, MetaPathFinder
 from importlib.machinery import ModuleSpec
+
+# Imported where used, not here: what the engine imports at its start is in every action's
+# state, and every activation restores it (`importlib.abc` alone brings 30 modules, from
+# `tempfile` to `lzma`; `traceback` is for errors).
 
 # Where the action's files appear to be (its `__file__`s); relative paths resolve here.
 ACTION_ROOT = "/action"
@@ -49,7 +51,7 @@ def _report(value):
     sys.stdout.flush()
 
 
-class ActionFiles(MetaPathFinder, Loader):
+class ActionFiles:
     """Imports modules and packages from the action's files (its zip root and the
     site-packages of its `virtualenv/`)."""
 
@@ -95,7 +97,7 @@ class ActionFiles(MetaPathFinder, Loader):
         return None if found is None else self.files[found[0]]
 
 
-class Unavailable(MetaPathFinder):
+class Unavailable:
     """Last on the path: an import of a module the engine cannot have says why."""
 
     def find_spec(self, fullname, path=None, target=None):
@@ -171,6 +173,8 @@ def _set_environment(env):
 
 def _print_traceback(error):
     """The traceback of `error` on stderr, from the action's code on (not this module's)."""
+    import traceback
+
     traceback.print_exception(type(error), error, error.__traceback__.tb_next)
 
 
@@ -210,6 +214,8 @@ def initialize(document):
         return
     except BaseException as e:
         _print_traceback(e)
+        import traceback
+
         message = "".join(traceback.format_exception_only(type(e), e)).strip()
         _report({"error": f"Cannot start action: {message}"})
         return

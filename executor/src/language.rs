@@ -31,6 +31,7 @@ use crate::{
         snapshot::{InstanceImage, PAGE_BYTES, Snapshot},
     },
     capability::Grants,
+    engine_start::{START_EXPORT, StartedEngines, exports_start},
     error::ServiceError,
     export_globals::export_mutable_globals,
     logs::{CapturedLine, OutputCapture, Stream},
@@ -130,6 +131,9 @@ pub struct Engine<C> {
     /// The snapshots this engine's actions were pre-initialised into, by init document; none
     /// when the cache cannot be opened (then every executor process takes its own).
     states: Option<Arc<DiskCache>>,
+    /// The engine started per namespace, when it exports `start-engine`: where its actions'
+    /// pre-initialisations start.
+    starts: Option<StartedEngines>,
 }
 
 /// Where snapshots are kept on disk: under the executor's cache root, bounded like the cache
@@ -312,6 +316,7 @@ impl<C> Engine<C> {
             "engine loaded"
         );
         Ok(Engine {
+            starts: exports_start(&file).then(StartedEngines::default),
             language,
             code,
             sha256,
@@ -403,22 +408,29 @@ pub fn state_file(
     }
 }
 
-/// An action's state for `document` on `engine`: read from the snapshots kept on disk when an
-/// earlier /init (in this process or a former one) took it, else taken now and written to disk
-/// in the background (not in the /init's time). Blocking; the action's errors are the /init's.
+/// An action to pre-initialise: its init document, its entry function and its namespace.
+pub struct ActionSource<'a> {
+    pub document: &'a str,
+    pub main: &'a str,
+    pub namespace: &'a str,
+}
+
+/// An action's state for its init document on `engine`: read from the snapshots kept on disk
+/// when an earlier /init (in this process or a former one) took it, else taken now and written
+/// to disk in the background (not in the /init's time). Blocking; the action's errors are the
+/// /init's.
 pub fn pre_initialize_or_reuse<B: Backend>(
     backend: &B,
     engine: &Engine<B::Code>,
-    document: &str,
-    main: &str,
+    action: ActionSource<'_>,
     memory_limit_bytes: u64,
     limit: Duration,
     cpu: CpuSlot,
 ) -> Result<PreInitialized, ServiceError> {
     let Some(states) = &engine.states else {
-        return pre_initialize(backend, engine, document, memory_limit_bytes, limit, cpu);
+        return pre_initialize(backend, engine, &action, memory_limit_bytes, limit, cpu);
     };
-    let key = wasm_artifact::sha256_hex(document.as_bytes());
+    let key = wasm_artifact::sha256_hex(action.document.as_bytes());
     let kept = states.load(&key, |bytes| {
         let file = StateFile::parse(bytes, engine.max_memory_bytes)?;
         Ok(engine.restore_state(file)?)
@@ -427,8 +439,9 @@ pub fn pre_initialize_or_reuse<B: Backend>(
         tracing::debug!(%key, "action state read from disk");
         return Ok(state);
     }
-    let state = pre_initialize(backend, engine, document, memory_limit_bytes, limit, cpu)?;
-    let (language, sha256, main) = (engine.language, engine.sha256.clone(), main.to_owned());
+    let state = pre_initialize(backend, engine, &action, memory_limit_bytes, limit, cpu)?;
+    let (language, sha256) = (engine.language, engine.sha256.clone());
+    let main = action.main.to_owned();
     let kept = PreInitialized {
         snapshot: Arc::clone(&state.snapshot),
         output: state.output.clone(),
@@ -447,30 +460,91 @@ pub fn pre_initialize_or_reuse<B: Backend>(
     Ok(state)
 }
 
-/// Evaluates an action's init document in a fresh instance of `engine` and returns what it
-/// changed. Blocking; the action's errors are the /init's.
+/// Evaluates `action` from its init document in an instance of `engine` (started as the
+/// action's namespace's engine was, when the engine can start without an action, else fresh)
+/// and returns what it changed from a fresh instance. Blocking; the action's errors are the
+/// /init's.
 pub fn pre_initialize<B: Backend>(
     backend: &B,
     engine: &Engine<B::Code>,
-    document: &str,
+    action: &ActionSource<'_>,
     memory_limit_bytes: u64,
     limit: Duration,
     cpu: CpuSlot,
 ) -> Result<PreInitialized, ServiceError> {
     let started = Instant::now();
+    let deadline = started + limit;
+    let (start, cpu) = started_engine(backend, engine, action.namespace, deadline, cpu);
+    let start = start.filter(|s| s.memory_pages * PAGE_BYTES as u64 <= memory_limit_bytes);
+    let spec = ModuleSpec {
+        snapshot: start,
+        ..bare_spec(memory_limit_bytes)
+    };
     let module = backend
-        .link(&engine.code, &bare_spec(memory_limit_bytes))
+        .link(&engine.code, &spec)
         .map_err(|e| ServiceError::Internal(e.to_string()))?;
-    let (image, output) = initialize(backend, &module, document, started + limit, cpu)?;
+    let (image, output) = initialize(backend, &module, action.document, deadline, cpu)?;
     let snapshot = Arc::new(Snapshot::between(&engine.fresh, &image));
     tracing::info!(
         memory_pages = snapshot.memory_pages,
         written_bytes = snapshot.written_bytes(),
         globals = snapshot.globals.len(),
+        from_started_engine = spec.snapshot.is_some(),
         took_us = started.elapsed().as_micros() as u64,
         "action pre-initialised"
     );
     Ok(PreInitialized { snapshot, output })
+}
+
+/// `namespace`'s started engine, started now (on the job's CPU slot) unless kept, with the
+/// slot for the pre-initialisation that follows; none when the engine cannot start without
+/// an action, or did not start.
+fn started_engine<B: Backend>(
+    backend: &B,
+    engine: &Engine<B::Code>,
+    namespace: &str,
+    deadline: Instant,
+    cpu: CpuSlot,
+) -> (Option<Arc<Snapshot>>, CpuSlot) {
+    let Some(starts) = &engine.starts else {
+        return (None, cpu);
+    };
+    let pool = cpu.pool();
+    let mut slot = Some(cpu);
+    let start = starts.get_or_start(namespace, || {
+        let started = Instant::now();
+        let module = backend.link(&engine.code, &bare_spec(engine.max_memory_bytes))?;
+        let cpu = slot.take().unwrap_or_else(|| pool.take_until(deadline));
+        let image = backend
+            .capture(
+                &module,
+                &activation(String::new(), deadline),
+                Some(START_EXPORT),
+                cpu,
+            )
+            .map_err(|exit| anyhow::anyhow!("{}", init_failure(exit, "")))?;
+        let start = Snapshot::between(&engine.fresh, &image);
+        tracing::info!(
+            engine = engine.language.name(),
+            namespace,
+            written_bytes = start.written_bytes(),
+            took_us = started.elapsed().as_micros() as u64,
+            "engine started for the namespace"
+        );
+        Ok(start)
+    });
+    let cpu = slot.unwrap_or_else(|| pool.take_until(deadline));
+    match start {
+        Ok(start) => (Some(start), cpu),
+        Err(error) => {
+            tracing::warn!(
+                engine = engine.language.name(),
+                error = %format!("{error:#}"),
+                "the engine did not start alone; its action starts it"
+            );
+            (None, cpu)
+        }
+    }
 }
 
 /// An action's engine state after its code was loaded, and what the code printed meanwhile

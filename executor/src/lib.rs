@@ -7,6 +7,7 @@ pub mod api;
 pub mod backend;
 pub mod capability;
 pub mod config;
+pub mod engine_start;
 pub mod error;
 pub mod export_globals;
 pub mod guard;

@@ -107,7 +107,28 @@ impl CpuSlot {
     }
 }
 
+/// The pool a [`CpuSlot`] is of: where a job that runs two guests one after the other takes
+/// the second one's slot once the first gave its slot back.
+pub struct CpuSlots(Arc<Semaphore>);
+
+impl CpuSlots {
+    /// A slot of this pool, waiting for one until `deadline` (past it, the guest runs without
+    /// one, to be stopped at its first deadline check).
+    pub fn take_until(&self, deadline: Instant) -> CpuSlot {
+        CpuSlot {
+            slots: Arc::clone(&self.0),
+            held: block_on_until(Arc::clone(&self.0).acquire_owned(), deadline)
+                .and_then(Result::ok),
+        }
+    }
+}
+
 impl CpuSlot {
+    /// The pool this slot is of.
+    pub fn pool(&self) -> CpuSlots {
+        CpuSlots(Arc::clone(&self.slots))
+    }
+
     /// A slot of a pool of its own, for host state that runs no guest (an import probe) or
     /// runs one alone (tests).
     pub fn detached() -> Self {

@@ -71,7 +71,11 @@ enum Loading {
     /// A Wasm module: decoded, verified and compiled.
     Module,
     /// Source for an engine: its init document pre-initialised (or its kept state reused).
-    Document { language: Language, main: String },
+    Document {
+        language: Language,
+        main: String,
+        namespace: String,
+    },
     /// A state file made ahead of time (decoded already, unless another /init found it
     /// loading): checked against the engine.
     State {
@@ -346,9 +350,14 @@ impl<B: Backend> Executor<B> {
                 ActionCode::Source(sources) => {
                     let main = main.unwrap_or_else(|| "main".into());
                     let document = language::init_document(language, &main, &env, sources);
+                    let namespace = env.get("__OW_NAMESPACE").cloned().unwrap_or_default();
                     (
                         self.uploads.upload_document(document),
-                        Loading::Document { language, main },
+                        Loading::Document {
+                            language,
+                            main,
+                            namespace,
+                        },
                     )
                 }
             },
@@ -440,12 +449,21 @@ impl<B: Backend> Executor<B> {
         let preparing = self.pool.run(move |cpu| {
             let loaded = upload.load(|text, binary| {
                 let (engine, state, state_of) = match (&loading, engine) {
-                    (Loading::Document { main, .. }, Some(engine)) => {
+                    (
+                        Loading::Document {
+                            main, namespace, ..
+                        },
+                        Some(engine),
+                    ) => {
+                        let action = language::ActionSource {
+                            document: text,
+                            main,
+                            namespace,
+                        };
                         let state = language::pre_initialize_or_reuse(
                             executor.backend.as_ref(),
                             &engine,
-                            text,
-                            main,
+                            action,
                             spec.memory_limit_bytes,
                             max_init,
                             cpu,

@@ -209,10 +209,16 @@ fn state_of(
             engine_path.display()
         )
     })?;
+    // Any namespace: the state file holds what the start drew as well.
+    let action = language::ActionSource {
+        document,
+        main,
+        namespace: "",
+    };
     let state = language::pre_initialize(
         backend,
         &engine,
-        document,
+        &action,
         MAX_MEMORY_BYTES,
         INIT_LIMIT,
         CpuSlot::detached(),

@@ -265,6 +265,55 @@ fn every_python_activation_starts_from_the_snapshot_with_its_own_environment() {
 }
 
 #[test]
+fn a_namespaces_python_actions_start_from_its_started_engine_and_share_nothing_else() {
+    let Some(ex) = py_executor(&[]) else { return };
+    // The string-hash secret is drawn when the interpreter starts: equal hashes mean one start.
+    let probe = "import builtins, json\n\
+                 def main(args):\n    \
+                 return {'hash': hash('openwhisk'), \
+                 'leaked': hasattr(builtins, 'LEAK') or hasattr(json, 'LEAK')}\n";
+    let leaky = "import builtins, json\nbuiltins.LEAK = 1\njson.LEAK = 1\n\
+                 def main(args):\n    return {'hash': hash('openwhisk'), 'leaked': True}\n";
+    let in_namespace = |namespace: &str, source: &str| {
+        let mut value = py(source);
+        value["env"] = json!({ "__OW_NAMESPACE": namespace });
+        value
+    };
+    let hash_of = |id: &str| {
+        let out = ex.run(id, json!({})).expect(200).json();
+        (
+            out["hash"].as_i64().unwrap(),
+            out["leaked"].as_bool().unwrap(),
+        )
+    };
+    ex.init("leaky", in_namespace("alice", leaky)).expect(200);
+    ex.init("alice", in_namespace("alice", probe)).expect(200);
+    ex.init("bob", in_namespace("bob", probe)).expect(200);
+    ex.init("nobody", py(probe)).expect(200);
+    let (leaky_hash, _) = hash_of("leaky");
+    let (alice, alice_leaked) = hash_of("alice");
+    let (bob, _) = hash_of("bob");
+    let (nobody, _) = hash_of("nobody");
+    assert_eq!(
+        leaky_hash, alice,
+        "two actions of a namespace start from one started engine"
+    );
+    assert!(
+        !alice_leaked,
+        "what an action's top level changes stays in its own snapshot"
+    );
+    assert_ne!(alice, bob, "namespaces never share a started engine");
+    assert_ne!(alice, nobody, "nor does an action with no namespace");
+    // A later container of the first namespace still starts from that namespace's engine.
+    ex.init(
+        "alice-2",
+        in_namespace("alice", &format!("{probe}# another action\n")),
+    )
+    .expect(200);
+    assert_eq!(hash_of("alice-2").0, alice);
+}
+
+#[test]
 fn what_cannot_run_in_python_is_refused_at_init_with_the_reason() {
     let Some(ex) = py_executor(&["--max-init-ms", "5000"]) else {
         return;
