@@ -3,6 +3,7 @@
 //! back into every new instance before its entry point runs, so the compiled module is shared
 //! and only the action's state is per action.
 
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 /// The value of a mutable global, as every backend reads and writes it.
@@ -32,8 +33,8 @@ pub struct InstanceImage {
     pub memory: Vec<u8>,
 }
 
-/// Bytes written into memory at an offset.
-pub type MemoryWrite = (usize, Box<[u8]>);
+/// Bytes written into memory at an offset (a slice of a buffer that may hold other writes).
+pub type MemoryWrite = (usize, Bytes);
 
 /// What a pre-initialised instance has that a fresh one has not.
 #[derive(Debug, Default, PartialEq)]
@@ -91,7 +92,7 @@ impl Snapshot {
             memory_pages: after.len().div_ceil(PAGE_BYTES) as u64,
             writes: ranges
                 .into_iter()
-                .map(|r| (r.start, after[r].into()))
+                .map(|r| (r.start, Bytes::copy_from_slice(&after[r])))
                 .collect(),
         }
     }

@@ -11,6 +11,7 @@
 //! after. Unpacked: the number of writes (u32), then each write as offset (u64), length (u32,
 //! not zero) and bytes, in ascending order without overlaps, all within the snapshot's memory.
 
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -163,7 +164,7 @@ impl StateFile {
                 "{filled} bytes, not the {unpacked_len} announced"
             )));
         }
-        let writes = parse_writes(&unpacked, header.memory_pages)?;
+        let writes = parse_writes(Bytes::from(unpacked), header.memory_pages)?;
         Ok(StateFile {
             language: header.language,
             engine_sha256: header.engine_sha256,
@@ -211,8 +212,10 @@ impl StateFile {
     }
 }
 
-/// The unpacked writes, each in place within `memory_pages` pages.
-fn parse_writes(mut input: &[u8], memory_pages: u64) -> Result<Vec<MemoryWrite>, StateFileError> {
+/// The unpacked writes, each in place within `memory_pages` pages (slices of `unpacked`, not
+/// copies).
+fn parse_writes(unpacked: Bytes, memory_pages: u64) -> Result<Vec<MemoryWrite>, StateFileError> {
+    let mut input = &unpacked[..];
     let memory_bytes = memory_pages * PAGE_BYTES as u64;
     let count = take_u32(&mut input, "the number of writes")? as usize;
     // Each write takes at least 13 bytes: a count beyond that is a lie, not an allocation.
@@ -235,7 +238,7 @@ fn parse_writes(mut input: &[u8], memory_pages: u64) -> Result<Vec<MemoryWrite>,
         }
         let data = take(&mut input, len as usize, "a write's bytes")?;
         end_of_last = offset + len;
-        writes.push((offset as usize, Box::from(data)));
+        writes.push((offset as usize, unpacked.slice_ref(data)));
     }
     if !input.is_empty() {
         return Err(StateFileError::TrailingBytes(input.len()));
@@ -261,8 +264,8 @@ mod tests {
                 globals: vec![("__stack_pointer".into(), GlobalValue::I32(4096))],
                 memory_pages: 2,
                 writes: vec![
-                    (16, Box::from(&b"abc"[..])),
-                    (PAGE_BYTES, Box::from(&[7u8; 300][..])),
+                    (16, Bytes::from_static(b"abc")),
+                    (PAGE_BYTES, Bytes::from(vec![7u8; 300])),
                 ],
             },
         }
@@ -294,7 +297,7 @@ mod tests {
         outside
             .snapshot
             .writes
-            .push((2 * PAGE_BYTES - 1, Box::from(&b"xy"[..])));
+            .push((2 * PAGE_BYTES - 1, Bytes::from_static(b"xy")));
         assert!(matches!(
             StateFile::parse(&outside.to_bytes(), 1 << 30),
             Err(StateFileError::WriteOutOfPlace { .. })
@@ -303,7 +306,7 @@ mod tests {
         overlapping
             .snapshot
             .writes
-            .insert(1, (17, Box::from(&b"z"[..])));
+            .insert(1, (17, Bytes::from_static(b"z")));
         assert!(matches!(
             StateFile::parse(&overlapping.to_bytes(), 1 << 30),
             Err(StateFileError::WriteOutOfPlace { .. })
@@ -316,7 +319,7 @@ mod tests {
         empty_write
             .snapshot
             .writes
-            .push((3 * PAGE_BYTES / 2, Box::from(&b""[..])));
+            .push((3 * PAGE_BYTES / 2, Bytes::from_static(b"")));
         assert!(matches!(
             StateFile::parse(&empty_write.to_bytes(), 1 << 30),
             Err(StateFileError::WriteOutOfPlace { .. })
