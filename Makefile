@@ -5,7 +5,7 @@
 CARGO ?= cargo
 RUNTIME ?= wasmtime
 
-.PHONY: demo test prerequisites build actions actions-native test-actions pack clippy fmt fmt-check \
+.PHONY: demo test prerequisites build actions actions-native test-actions pack clippy fmt fmt-check results \
         build-wasmtime precompiler-wasmtime test-wasmtime test-openwhisk-patch clean \
         build-wasmer build-wasmer-headless precompiler-wasmer test-wasmer bench-wasmer \
         build-wamr precompiler-wamr test-wamr bench-wamr evaluate evaluate-quick soak fuzz \
@@ -128,6 +128,10 @@ evaluate:
 
 evaluate-quick:
 	eval/evaluate.sh --quick
+
+# eval/RESULTS.md and the figures README.md quotes, regenerated from the records in eval/results/.
+results:
+	python3 eval/report
 
 # Ten minutes of benign and hostile activations mixed against the $(RUNTIME) build; fails if
 # the executor's RSS or open descriptors grow more than 10 % or a benign request fails (not in

@@ -326,11 +326,25 @@ def measure(backend, languages, rounds, containers, work, docker=False):
         ex.stop()
 
 
+def commit_measured():
+    """The checkout's commit, marked "-dirty" when it has changes git tracks; None outside git."""
+    try:
+        head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short=10", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("-dirty" if dirty else "")
+
+
 def per_backend(backends, prefix, measure, **settings):
     """`measure(backend, first, work)` for each backend in turn, in one scratch directory: the
     results as results.json holds them (the machine and its load before and after, `settings`,
-    the figures by backend)."""
-    results = {"machine": {"load_avg": os.getloadavg(), "cpus": os.cpu_count()}, **settings,
+    the figures by backend), with the date and the commit measured, for eval/report."""
+    results = {"date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+               "commit": commit_measured(),
+               "machine": {"load_avg": os.getloadavg(), "cpus": os.cpu_count()}, **settings,
                "backends": {}}
     work = tempfile.mkdtemp(prefix=prefix)
     try:

@@ -255,10 +255,13 @@ def plot_capacity(directory, out):
         return
     fig, ax = plt.subplots(figsize=(9, 4.2))
     for row in rows:
-        rates = [level[0] for level in row["levels"]]
-        p99 = [level[1] if level[1] is not None else float("nan") for level in row["levels"]]
-        ax.plot(rates, p99, "o-", color=color(row["platform"]),
-                label=f'{row["platform"]} ({row["container_mb"]:.2f} MB per container)')
+        # The search probes rates out of order (a ladder, then bisection): plot them by rate.
+        probes = sorted(row["levels"], key=lambda level: level[0])
+        rates = [level[0] for level in probes]
+        p99 = [level[1] if level[1] is not None else float("nan") for level in probes]
+        sizing = row.get("sizing", "measured")
+        ax.plot(rates, p99, "o-" if sizing == "reservation" else "s--", color=color(row["platform"]),
+                label=f'{row["platform"]}, {sizing} ({row["container_mb"]:.2f} MB, {row["slots"]} slots)')
     ax.axhline(summary["summary"]["capacity_p99_ms"], color="black", linestyle=":", label="p99 target")
     ax.set_xscale("log")
     ax.set_yscale("log")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The soak run: builds the executor for RUNTIME (wasmtime, wasmer or wamr) and the guests,
 # then mixes benign and hostile activations against it for SECONDS (default 600) after a 30 s
-# warm-up (`wasm-bench soak`, eval/loadgen/src/soak.rs). Fails if the executor's RSS or open
+# warm-up (`wasm-bench soak`, eval/wasm-bench/src/soak.rs). Fails if the executor's RSS or open
 # descriptors in the last minute lie more than 10 % above the first minute's, or a benign request
 # fails with anything but 503. Samples and a summary go to eval/results/soak/RUNTIME/.
 #
@@ -29,7 +29,7 @@ wamr)
     ;;
 *) die "unknown runtime '$runtime' (wasmtime, wasmer, wamr)" ;;
 esac
-cargo build --release --locked -p wasm-eval
+cargo build --release --locked -p wasm-bench
 step "soak: $runtime for $seconds s"
 RUST_LOG="${RUST_LOG:-info}" "$bin/wasm-bench" soak --executor "$executor" --seconds "$seconds" \
     --out "eval/results/soak/$runtime"

@@ -102,6 +102,9 @@ packing() {
 timed "the documented packing commands (actions/pack.sh, portable and precompiled)" packing
 timed "the documentation's blocks: the runnable ones as written, the others marked with a reason" \
     scripts/doc-test.sh
+step "eval/RESULTS.md and README.md's figures: generated from the committed records, unchanged"
+python3 -m unittest discover --start-directory eval/report --pattern 'test_*.py' --top-level-directory eval
+python3 eval/report --check
 step "the command-line reference quotes each program's help as the program prints it"
 scripts/cli-reference.sh --check
 

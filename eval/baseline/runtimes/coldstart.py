@@ -3,7 +3,7 @@
 
 Does for one image what OpenWhisk's invoker (DockerContainerFactory + its container client) does
 for a source action: `docker run -d` with the invoker's flags (those of
-eval/loadgen/src/platform/docker.rs), the container's address from `docker inspect`,
+eval/wasm-bench/src/platform/docker.rs), the container's address from `docker inspect`,
 `POST IP:8080/init` with the action's source (retried every 5 ms while the runtime's proxy does
 not accept connections yet, for 60 s at most), `POST IP:8080/run`, `docker rm -f`.
 

@@ -519,10 +519,19 @@ fn an_actions_state_taken_at_init_outlives_the_executor_process() {
         let line = logs.first().map(|(_, l)| l.clone()).unwrap_or_default();
         assert!(line.starts_with("loaded at "), "round {round}: {logs:?}");
         lines.push(line);
-        // The state is written in the background: wait until it is on disk.
+        // The state is written in the background, to a temporary file renamed into place:
+        // wait until an entry is complete (`.bin`), or the next process may find none.
         let kept = state.0.join("cache").join("snapshots");
+        let complete_entries = || {
+            std::fs::read_dir(&kept).map_or(0, |entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .filter(|e| e.path().extension().is_some_and(|x| x == "bin"))
+                    .count()
+            })
+        };
         let started = Instant::now();
-        while std::fs::read_dir(&kept).map_or(0, |d| d.count()) == 0 {
+        while complete_entries() == 0 {
             assert!(
                 started.elapsed().as_secs() < 30,
                 "no state kept in {}",

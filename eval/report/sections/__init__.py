@@ -1,0 +1,13 @@
+"""The sections of eval/RESULTS.md in their order; each is NAME.md (its template) and NAME.py
+(its figures, a `figures()` that returns {key: text} from the records)."""
+
+ORDER = [
+    "intro",
+    "evaluation",
+    "saturation",
+    "openwhisk",
+    "engines",
+    "footprint",
+    "soak",
+    "reproduce",
+]
