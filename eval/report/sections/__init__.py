@@ -3,8 +3,10 @@
 
 ORDER = [
     "intro",
+    "repeated",
     "evaluation",
     "saturation",
+    "capacity",
     "openwhisk",
     "engines",
     "footprint",

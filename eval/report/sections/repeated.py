@@ -67,7 +67,8 @@ def _series(figure, platforms, runs):
 def _mean_and_interval(values, unit):
     """'2.3 ms [2.1–2.5 ms]': the mean and its 95 % interval across the runs."""
     mean, half = fmt.across(values)
-    return f"{unit(mean)} [{fmt.span([mean - half, mean + half], unit)}]"
+    # Every figure here is positive; an interval reaching below zero says only "at least 0".
+    return f"{unit(mean)} [{fmt.span([max(0.0, mean - half), mean + half], unit)}]"
 
 
 def _rows(label, series, unit):
@@ -140,5 +141,7 @@ def figures():
         figures[f"mixed_vs_docker_{p}"] = _mean_and_interval(mixed[p], ev.ratio)
     figures["cpu_of_native_docker"] = _mean_and_interval(cpu["docker"], fmt.pct)
     figures["cpu_low"] = ev.name(min(cpu_mean, key=cpu_mean.get))
+    others = [records.json_of(r)["machine"]["cpu_others_percent"] / 100 for r in runs]
+    figures["others"] = fmt.span(others, fmt.pct)
     figures["mixed_low"] = ev.name(min(mixed_mean, key=mixed_mean.get))
     return figures
