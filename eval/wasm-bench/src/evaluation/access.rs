@@ -95,12 +95,7 @@ impl Experiment for Access {
     }
 
     fn run(&self, run: &mut Run<'_>, platforms: &[&str]) -> anyhow::Result<()> {
-        for &name in platforms {
-            run.step("access", name);
-            let samples = measure(run.platform(name)?, run.ctx)?;
-            run.results.add("access", samples);
-        }
-        Ok(())
+        run.samples_per_platform("access", platforms, measure)
     }
 
     fn expects_activations(&self) -> bool {

@@ -111,12 +111,7 @@ impl Experiment for Cold {
     }
 
     fn run(&self, run: &mut Run<'_>, platforms: &[&str]) -> anyhow::Result<()> {
-        for &name in platforms {
-            run.step("cold", name);
-            let samples = measure(&*run.platform(name)?, run.ctx)?;
-            run.results.add("cold", samples);
-        }
-        Ok(())
+        run.samples_per_platform("cold", platforms, |p, ctx| measure(&*p, ctx))
     }
 
     fn expects_activations(&self) -> bool {

@@ -135,12 +135,7 @@ impl Experiment for Mixed {
     }
 
     fn run(&self, run: &mut Run<'_>, platforms: &[&str]) -> anyhow::Result<()> {
-        for &name in platforms {
-            run.step("mixed", name);
-            let samples = measure(&*run.platform(name)?, run.ctx)?;
-            run.results.add("mixed", samples);
-        }
-        Ok(())
+        run.samples_per_platform("mixed", platforms, |p, ctx| measure(&*p, ctx))
     }
 
     fn expects_activations(&self) -> bool {

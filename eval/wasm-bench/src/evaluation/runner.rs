@@ -11,6 +11,7 @@ use super::{
     Context, EvaluateArgs, Results,
     experiment::{Experiment, Scope, Stage},
     progress::Progress,
+    sample::Sample,
 };
 use crate::platform::{
     Platform,
@@ -48,6 +49,22 @@ impl Run<'_> {
             .find(|p| p.name() == name)
             .cloned()
             .with_context(|| format!("platform {name} is not running (shared stage only)"))
+    }
+
+    /// For each of `platforms` of the shared stage in turn: announces the step, runs `measure`
+    /// on it and records its samples under `experiment`.
+    pub fn samples_per_platform(
+        &mut self,
+        experiment: &'static str,
+        platforms: &[&str],
+        measure: impl Fn(Arc<dyn Platform>, &Context) -> anyhow::Result<Vec<Sample>>,
+    ) -> anyhow::Result<()> {
+        for &name in platforms {
+            self.step(experiment, name);
+            let samples = measure(self.platform(name)?, self.ctx)?;
+            self.results.add(experiment, samples);
+        }
+        Ok(())
     }
 
     /// Docker's platform, connected for the whole run when `docker` is given.
