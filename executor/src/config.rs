@@ -101,6 +101,13 @@ pub struct Config {
     #[arg(long, env = "WASM_EXECUTOR_MAX_MEMORY_MB", default_value_t = 2048)]
     pub max_memory_mb: u64,
 
+    /// KiB of an instance's written linear-memory pages reset in place when it ends instead of
+    /// being returned to the kernel (wasmtime build): the next guest in its slot takes no page
+    /// faults on them and a small guest ends without a system call. Each instance slot that has
+    /// run a guest keeps at most this much resident; 0 returns every page.
+    #[arg(long, env = "WASM_EXECUTOR_KEEP_RESIDENT_KIB", default_value_t = 128)]
+    pub keep_resident_kib: usize,
+
     /// Time limit (ms) for activations that carry no deadline and whose /init gives no timeout.
     #[arg(
         long,

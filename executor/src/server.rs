@@ -113,23 +113,48 @@ impl Connections {
     }
 }
 
-/// Serves `router` on the connections `accept` yields until `shutdown` completes, then lets the
+/// A listening socket the server takes its connections from.
+pub trait Listener: Send + 'static {
+    type Io: AsyncRead + AsyncWrite + Unpin + Send + 'static;
+    fn accept(&self) -> impl Future<Output = std::io::Result<Self::Io>> + Send;
+}
+
+impl Listener for tokio::net::TcpListener {
+    type Io = tokio::net::TcpStream;
+
+    async fn accept(&self) -> std::io::Result<Self::Io> {
+        let (stream, _) = tokio::net::TcpListener::accept(self).await?;
+        // Answers are written whole: no waiting for the client's acknowledgement of the last.
+        let _ = stream.set_nodelay(true);
+        Ok(stream)
+    }
+}
+
+impl Listener for tokio::net::UnixListener {
+    type Io = tokio::net::UnixStream;
+
+    async fn accept(&self) -> std::io::Result<Self::Io> {
+        tokio::net::UnixListener::accept(self)
+            .await
+            .map(|(stream, _)| stream)
+    }
+}
+
+/// Serves `router` on the connections of `listener` until `shutdown` completes, then lets the
 /// requests in progress finish.
-pub async fn serve<Io>(
-    mut accept: impl AsyncFnMut() -> std::io::Result<Io>,
+pub async fn serve(
+    listener: impl Listener,
     router: Router,
     limits: ConnectionLimits,
     shutdown: impl Future<Output = ()>,
-) where
-    Io: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-{
+) {
     let connections = Arc::new(Connections::default());
     let (stop, stopping) = watch::channel(false);
     tokio::pin!(shutdown);
     loop {
         let accepted = tokio::select! {
             () = &mut shutdown => break,
-            accepted = accept() => accepted,
+            accepted = listener.accept() => accepted,
         };
         let io = match accepted {
             Ok(io) => io,

@@ -131,6 +131,7 @@ impl<B: Backend> Executor<B> {
             max_instances: config.instance_slots(),
             min_instances: config.instance_slots().min(config.max_concurrent + 1),
             max_memory_bytes: config.max_memory_mb << 20,
+            keep_resident_bytes: config.keep_resident_kib.saturating_mul(1024),
             host_io: host_io.clone(),
         })?;
         tracing::info!(

@@ -46,7 +46,14 @@ pub fn run<B: Backend>() -> anyhow::Result<()> {
         .thread_name("http")
         .build()
         .context("starting the async runtime")?;
-    runtime.block_on(serve::<B>(config, trusted_keys, isolated))
+    // The server runs as a task of the runtime rather than on this thread: a connection it
+    // accepts is then queued on the accepting worker and usually served right there, where
+    // from this thread each one would wake a worker (a futex wake and a context switch).
+    runtime.block_on(async move {
+        tokio::spawn(serve::<B>(config, trusted_keys, isolated))
+            .await
+            .context("the server task")?
+    })
 }
 
 /// SIGUSR1 and SIGUSR2 would end the process by default; the backends that use them (wasmer's
@@ -122,18 +129,12 @@ async fn serve<B: Backend>(
                 .await
                 .with_context(|| format!("binding {addr}"))?;
             ready(listener.local_addr()?.to_string());
-            let accept = async || {
-                let (stream, _) = listener.accept().await?;
-                let _ = stream.set_nodelay(true);
-                Ok(stream)
-            };
-            server::serve(accept, router, limits, shutdown_signal()).await;
+            server::serve(listener, router, limits, shutdown_signal()).await;
         }
         Listen::Unix(path) => {
             let listener = bind_unix(&path)?;
             ready(format!("unix:{}", path.display()));
-            let accept = async || listener.accept().await.map(|(stream, _)| stream);
-            server::serve(accept, router, limits, shutdown_signal()).await;
+            server::serve(listener, router, limits, shutdown_signal()).await;
         }
     }
     Ok(())

@@ -42,3 +42,15 @@ fn thread_cpu_ns(path: &Path) -> Option<u64> {
 pub fn per_request_us(before: u64, after: u64, requests: usize) -> Option<f64> {
     (requests > 0).then(|| after.saturating_sub(before) as f64 / requests as f64 / 1000.0)
 }
+
+/// Seconds of `CLOCK_MONOTONIC`, the clock `perf record -k CLOCK_MONOTONIC` stamps its samples
+/// with: a measured stretch recorded with it can be cut out of a profile taken meanwhile.
+pub fn monotonic_s() -> f64 {
+    // SAFETY: clock_gettime writes into the zeroed struct it is given.
+    let now = unsafe {
+        let mut now: libc::timespec = std::mem::zeroed();
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now);
+        now
+    };
+    now.tv_sec as f64 + now.tv_nsec as f64 / 1e9
+}

@@ -39,6 +39,9 @@ pub struct BackendSettings {
     pub min_instances: usize,
     /// The largest memory limit any container may have, in bytes.
     pub max_memory_bytes: u64,
+    /// Bytes of an ended instance's written memory reset in place rather than returned to the
+    /// kernel, per instance slot (`--keep-resident-kib`; runtimes without pooled slots ignore it).
+    pub keep_resident_bytes: usize,
     /// The runtime that drives the timers and sockets of guests on blocking threads.
     pub host_io: tokio::runtime::Handle,
 }

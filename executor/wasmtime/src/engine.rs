@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use wasmtime::{
-    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, UpdateDeadline,
+    Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store,
+    UpdateDeadline,
 };
 
 use wasm_executor::backend::{BackendSettings, MAX_TABLE_ELEMENTS};
@@ -20,6 +21,9 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(5);
 /// values keeps them in a table of their own beside its function table); the pool reserves
 /// address space for this many per slot, committed only as a table is used.
 const POOL_TABLES_PER_INSTANCE: u32 = 4;
+
+/// Bytes of a table's elements reset in place when its instance ends (as for memory, below).
+const TABLE_KEEP_RESIDENT: usize = 16 * 1024;
 
 /// The instance allocator the engine got.
 #[derive(Debug, Clone, Copy)]
@@ -76,7 +80,13 @@ fn pooling_config(settings: &BackendSettings, slots: usize) -> Config {
         .total_tables(slots.saturating_mul(POOL_TABLES_PER_INSTANCE))
         .max_tables_per_module(POOL_TABLES_PER_INSTANCE)
         .table_elements(MAX_TABLE_ELEMENTS as usize)
-        .max_memory_size(usize::try_from(settings.max_memory_bytes).unwrap_or(usize::MAX));
+        .max_memory_size(usize::try_from(settings.max_memory_bytes).unwrap_or(usize::MAX))
+        // An ended instance's written pages, up to this many bytes, are copied back from the
+        // module's image (or zeroed) instead of decommitted; Linux's PAGEMAP_SCAN (6.7 and
+        // newer) finds them, without it the lowest addresses are reset, written or not.
+        .linear_memory_keep_resident(settings.keep_resident_bytes)
+        .table_keep_resident(TABLE_KEEP_RESIDENT.min(settings.keep_resident_bytes))
+        .pagemap_scan(Enabled::Auto);
     config.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling));
     config
 }

@@ -133,6 +133,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         max_instances: 2,
         min_instances: 1,
         max_memory_bytes: MAX_MEMORY_BYTES,
+        keep_resident_bytes: 0,
         host_io: host_io::start()?,
     };
     let made = WasmtimeBackend::new(&made).and_then(|backend| {

@@ -61,6 +61,10 @@ pub struct EvaluateArgs {
     /// its 95 % confidence interval).
     #[arg(long)]
     pub repetitions: Option<u32>,
+    /// Sequential warm activations measured per platform and connection in experiment 9
+    /// (platform cost).
+    #[arg(long)]
+    pub cost_activations: Option<usize>,
     /// CPUs of the load generator (`taskset` list, e.g. `3` or `6-7`); with --platform-cpus.
     /// Default: the last quarter of the CPUs on machines with 4 or more, none on smaller ones.
     #[arg(long, requires = "platform_cpus")]

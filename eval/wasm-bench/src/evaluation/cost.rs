@@ -3,7 +3,9 @@
 //! its whole process (HTTP, instantiation, the guest); for Docker the container's cgroup (the
 //! action proxy and the action process it starts) plus its containerd shim and the engine; for
 //! the native binary its process. Sequential activations from one client, after a warm-up;
-//! for the executor builds also their own mean /run duration (the warm path inside them).
+//! for the executor builds also their own mean /run duration (the warm path inside them). Each
+//! container is measured twice: on a new connection per activation, as OpenWhisk's invoker calls
+//! a Docker action container, and on one connection kept alive, as the patch calls the executor.
 
 use std::{
     fmt::Write as _,
@@ -20,11 +22,40 @@ use super::{
     runner::Run,
     summary::Report,
 };
-use crate::{failures, metrics::Phase, platform::Platform};
+use crate::{
+    failures,
+    http::{Client, ConnMode},
+    metrics::Phase,
+    platform::{Container, Platform, RunResult},
+};
+
+/// How the client reaches the container for each activation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Connection {
+    /// A new connection per activation: how OpenWhisk's invoker calls a Docker action
+    /// container (its `ApacheBlockingContainerClient` reuses no connection).
+    New,
+    /// One connection kept alive: how the patch's `WasmContainerFactory` calls the executor
+    /// (a pool of keep-alive connections shared by its containers).
+    KeptAlive,
+}
+
+impl Connection {
+    fn label(self) -> &'static str {
+        match self {
+            Connection::New => "new",
+            Connection::KeptAlive => "kept alive",
+        }
+    }
+}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct CostRow {
     pub platform: String,
+    /// How the activations reached the container; `None` for a platform spoken to without
+    /// HTTP (the native binary, one process per activation).
+    pub connection: Option<Connection>,
     pub activations: usize,
     /// Host CPU per activation, µs.
     pub cpu_us: f64,
@@ -32,50 +63,86 @@ pub struct CostRow {
     pub wall_us: f64,
     /// Mean /run duration inside the executor, µs (executor builds: its run histogram).
     pub executor_us: Option<f64>,
+    /// `CLOCK_MONOTONIC` seconds at the first measured activation and after the last (see
+    /// [`crate::cpu::monotonic_s`]).
+    pub monotonic_s: [f64; 2],
 }
 
 /// Activations before the measured ones.
 const WARM_UP: usize = 20;
 
-pub fn measure(platform: &dyn Platform, ctx: &Context) -> anyhow::Result<CostRow> {
+/// One row per way the platform's containers can be reached: for a container behind HTTP a
+/// new connection per activation and one kept alive, measured one after the other on the
+/// same container; for the native binary its processes.
+pub fn measure(platform: &dyn Platform, ctx: &Context) -> anyhow::Result<Vec<CostRow>> {
     let action = ctx.action(platform, "cost-hash", "hash");
     let params = action.params(&json!({"iterations": 1}));
     let container = platform.create(&action)?;
-    let n = ctx.sizes.cost_activations;
     let result = (|| {
-        for _ in 0..WARM_UP {
-            anyhow::ensure!(container.run(&params)?.ok(), "the warm-up failed");
-        }
-        std::thread::sleep(Duration::from_millis(200));
-        let cpu = |c: &dyn crate::platform::Container| {
-            platform.own_cpu_ns().unwrap_or(0) + c.cpu_ns().unwrap_or(0)
+        let Some(endpoint) = container.endpoint() else {
+            let row = measure_one(platform, &*container, ctx, None, &mut || {
+                container.run(&params)
+            })?;
+            return Ok(vec![row]);
         };
-        let before = cpu(&*container);
-        let runs_before = platform.executor_histogram(Phase::Run);
-        let started = Instant::now();
-        for _ in 0..n {
-            let run = container.run(&params)?;
-            anyhow::ensure!(run.ok(), "an activation answered {}", run.status);
-        }
-        let wall = started.elapsed();
-        let used = cpu(&*container).saturating_sub(before);
-        let executor_us = match (runs_before, platform.executor_histogram(Phase::Run)) {
-            (Some(before), Some(after)) => after.mean_us_since(&before),
-            _ => None,
-        };
-        Ok(CostRow {
-            platform: platform.name().to_owned(),
-            activations: n,
-            cpu_us: used as f64 / n.max(1) as f64 / 1000.0,
-            wall_us: wall.as_secs_f64() * 1e6 / n.max(1) as f64,
-            executor_us,
-        })
+        [Connection::New, Connection::KeptAlive]
+            .into_iter()
+            .map(|connection| {
+                let mode = match connection {
+                    Connection::New => ConnMode::New,
+                    Connection::KeptAlive => ConnMode::KeepAlive,
+                };
+                let mut client = Client::new(endpoint.addr, mode);
+                measure_one(platform, &*container, ctx, Some(connection), &mut || {
+                    endpoint.run_with(&mut client, &params)
+                })
+            })
+            .collect()
     })();
     if let Err(error) = container.remove() {
         failures::housekeeping("removing a container", &error);
     }
-    let row = result?;
-    tracing::info!(platform = %row.platform, cpu_us = row.cpu_us, wall_us = row.wall_us, "platform cost measured");
+    result
+}
+
+/// `ctx.sizes.cost_activations` sequential calls of `activate` after a warm-up, with the CPU
+/// the platform and the container used meanwhile.
+fn measure_one(
+    platform: &dyn Platform,
+    container: &dyn Container,
+    ctx: &Context,
+    connection: Option<Connection>,
+    activate: &mut dyn FnMut() -> anyhow::Result<RunResult>,
+) -> anyhow::Result<CostRow> {
+    let n = ctx.sizes.cost_activations;
+    for _ in 0..WARM_UP {
+        anyhow::ensure!(activate()?.ok(), "the warm-up failed");
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let cpu = || platform.own_cpu_ns().unwrap_or(0) + container.cpu_ns().unwrap_or(0);
+    let before = cpu();
+    let runs_before = platform.executor_histogram(Phase::Run);
+    let (started, first) = (Instant::now(), crate::cpu::monotonic_s());
+    for _ in 0..n {
+        let run = activate()?;
+        anyhow::ensure!(run.ok(), "an activation answered {}", run.status);
+    }
+    let (wall, last) = (started.elapsed(), crate::cpu::monotonic_s());
+    let used = cpu().saturating_sub(before);
+    let executor_us = match (runs_before, platform.executor_histogram(Phase::Run)) {
+        (Some(before), Some(after)) => after.mean_us_since(&before),
+        _ => None,
+    };
+    let row = CostRow {
+        platform: platform.name().to_owned(),
+        connection,
+        activations: n,
+        cpu_us: used as f64 / n.max(1) as f64 / 1000.0,
+        wall_us: wall.as_secs_f64() * 1e6 / n.max(1) as f64,
+        executor_us,
+        monotonic_s: [first, last],
+    };
+    tracing::info!(platform = %row.platform, connection = ?row.connection, cpu_us = row.cpu_us, wall_us = row.wall_us, "platform cost measured");
     Ok(row)
 }
 
@@ -94,8 +161,9 @@ impl Experiment for Cost {
     fn run(&self, run: &mut Run<'_>, platforms: &[&str]) -> anyhow::Result<()> {
         for &name in platforms {
             run.step("cost", name);
-            let row = measure(&*run.platform(name)?, run.ctx)?;
-            run.results.push_row(row);
+            for row in measure(&*run.platform(name)?, run.ctx)? {
+                run.results.push_row(row);
+            }
         }
         Ok(())
     }
@@ -118,23 +186,31 @@ impl Experiment for Cost {
         );
         let _ = writeln!(
             md,
-            "| platform | activations | CPU µs per activation | wall µs per activation | µs inside the executor | CPU vs docker |\n|---|---|---|---|---|---|"
+            "A new connection per activation is how OpenWhisk's invoker calls a Docker action container; \
+             one kept alive is how the patch's WasmContainerFactory calls the executor.\n"
         );
-        let docker = cost
-            .iter()
-            .find(|r| r.platform == "docker")
-            .map(|r| r.cpu_us);
+        let _ = writeln!(
+            md,
+            "| platform | connection | activations | CPU µs per activation | wall µs per activation | µs inside the executor | CPU vs docker, same connection | CPU vs docker, new connection |\n|---|---|---|---|---|---|---|---|"
+        );
+        let docker = |connection: Option<Connection>| {
+            cost.iter()
+                .find(|r| r.platform == "docker" && r.connection == connection)
+                .map(|r| r.cpu_us)
+        };
         for row in cost {
             let _ = writeln!(
                 md,
-                "| {} | {} | {:.0} | {:.0} | {} | {} |",
+                "| {} | {} | {} | {:.0} | {:.0} | {} | {} | {} |",
                 row.platform,
+                row.connection.map_or("–", Connection::label),
                 row.activations,
                 row.cpu_us,
                 row.wall_us,
                 row.executor_us
                     .map_or("–".to_owned(), |us| format!("{us:.0}")),
-                ratio(Some(row.cpu_us), docker)
+                ratio(Some(row.cpu_us), docker(row.connection)),
+                ratio(Some(row.cpu_us), docker(Some(Connection::New)))
             );
         }
         md

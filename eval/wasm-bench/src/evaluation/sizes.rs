@@ -171,6 +171,7 @@ impl Sizes {
         if let Some(repetitions) = args.repetitions {
             sizes.repetitions = repetitions;
         }
+        sizes.cost_activations = args.cost_activations.unwrap_or(sizes.cost_activations);
         if let Some(target) = args.p99_target_ms {
             sizes.capacity_p99_ms = target;
         }

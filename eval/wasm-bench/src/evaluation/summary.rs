@@ -126,9 +126,11 @@ mod tests {
                 "capacity",
                 "capacity_sizing",
                 "cost",
+                "cpu_cpu",
                 "footprint",
                 "hash",
                 "init",
+                "io_cpu",
                 "memory",
                 "summary"
             ]

@@ -5,10 +5,12 @@
 
 use std::fmt::Write as _;
 
+use serde::Serialize;
+
 use super::{
     Context, EvaluateArgs, Results,
     cells::CellRate,
-    experiment::{Experiment, Scope},
+    experiment::{Experiment, JsonParts, Scope},
     load::{self, Plan},
     markdown::{failed, opt, rate_ci, ratio},
     runner::Run,
@@ -45,8 +47,29 @@ impl Workload {
     }
 }
 
+/// The CPU a closed-loop level cost, over the whole level (warm-up included).
+#[derive(Debug, Clone, Serialize)]
+pub struct LevelCpu {
+    pub experiment: &'static str,
+    pub platform: String,
+    pub level: u32,
+    /// Successful activations over the level, warm-up included.
+    pub activations: usize,
+    /// The platform's own processes' CPU per successful activation, µs (for an executor
+    /// build its whole process: HTTP, instances, guests and their outbound calls); none
+    /// where the platform has no processes of its own to count.
+    pub platform_cpu_us: Option<f64>,
+    /// Cores the platform's processes kept busy on average.
+    pub platform_cores: Option<f64>,
+    /// Cores the load generator (with the delay server, in this process) kept busy.
+    pub loadgen_cores: f64,
+    /// `CLOCK_MONOTONIC` seconds at the level's start and end (see
+    /// [`crate::cpu::monotonic_s`]).
+    pub monotonic_s: [f64; 2],
+}
+
 /// Runs `workload` at each concurrency in `levels` as `plan` says, into `results` under
-/// `experiment`.
+/// `experiment`, with each level's [`LevelCpu`].
 pub fn measure(
     platform: &dyn Platform,
     ctx: &Context,
@@ -72,7 +95,7 @@ pub fn measure(
     let mut result = Ok(());
     for &level in levels {
         let cpu_before = (crate::cpu::own_cpu_ns(), platform.own_cpu_ns());
-        let started = std::time::Instant::now();
+        let (started, first) = (std::time::Instant::now(), crate::cpu::monotonic_s());
         match load::closed_loop(
             sets[..level].iter_mut().collect(),
             platform.name(),
@@ -84,25 +107,39 @@ pub fn measure(
         ) {
             Ok(run) => {
                 let ok = run.samples.iter().filter(|s| !s.warmup && s.ok()).count();
+                let all_ok = run.samples.iter().filter(|s| s.ok()).count();
                 // Cores each side kept busy over the level: the load generator (with the delay
                 // server, in this process) and the platform's own processes.
                 let seconds = started.elapsed().as_secs_f64();
-                let cores =
-                    |before: u64, after: u64| after.saturating_sub(before) as f64 / 1e9 / seconds;
-                let loadgen_cores = cores(cpu_before.0, crate::cpu::own_cpu_ns());
-                let platform_cores = cpu_before
+                let used = |before: u64, after: u64| after.saturating_sub(before) as f64 / 1e9;
+                let loadgen_cores = used(cpu_before.0, crate::cpu::own_cpu_ns()) / seconds;
+                let platform_cpu_s = cpu_before
                     .1
                     .zip(platform.own_cpu_ns())
-                    .map(|(before, after)| cores(before, after));
+                    .map(|(before, after)| used(before, after));
+                let cpu = LevelCpu {
+                    experiment,
+                    platform: platform.name().to_owned(),
+                    level: level as u32,
+                    activations: all_ok,
+                    platform_cpu_us: platform_cpu_s
+                        .filter(|_| all_ok > 0)
+                        .map(|s| s * 1e6 / all_ok as f64),
+                    platform_cores: platform_cpu_s.map(|s| s / seconds),
+                    loadgen_cores,
+                    monotonic_s: [first, crate::cpu::monotonic_s()],
+                };
                 tracing::info!(
                     platform = platform.name(),
                     scenario,
                     level,
                     ok,
                     loadgen_cores = format_args!("{loadgen_cores:.2}"),
-                    platform_cores = platform_cores.map(|c| format!("{c:.2}")),
+                    platform_cores = cpu.platform_cores.map(|c| format!("{c:.2}")),
+                    platform_cpu_us = cpu.platform_cpu_us.map(|us| format!("{us:.0}")),
                     "level done"
                 );
+                results.push_row(cpu);
                 results.add_level(experiment, run);
             }
             Err(error) => {
@@ -153,6 +190,10 @@ impl Experiment for Io {
 
     fn cells(&self, _ctx: &Context) -> Option<CellRate> {
         Some(CellRate::Windows)
+    }
+
+    fn record(&self, report: &Report<'_>, json: &mut JsonParts) -> anyhow::Result<()> {
+        record_level_cpu(report, json, "io")
     }
 
     fn markdown(&self, report: &Report<'_>) -> String {
@@ -210,9 +251,30 @@ impl Experiment for Cpu {
         Some(CellRate::Windows)
     }
 
+    fn record(&self, report: &Report<'_>, json: &mut JsonParts) -> anyhow::Result<()> {
+        record_level_cpu(report, json, "cpu")
+    }
+
     fn markdown(&self, report: &Report<'_>) -> String {
         table(report, "cpu", "3. CPU-bound (hash)", true)
     }
+}
+
+/// `<experiment>_cpu` in summary.json: the [`LevelCpu`] of each of its levels.
+fn record_level_cpu(
+    report: &Report<'_>,
+    json: &mut JsonParts,
+    experiment: &str,
+) -> anyhow::Result<()> {
+    let rows: Vec<&LevelCpu> = report
+        .results
+        .rows::<LevelCpu>()
+        .iter()
+        .filter(|row| row.experiment == experiment)
+        .collect();
+    json.top
+        .insert(format!("{experiment}_cpu"), serde_json::to_value(rows)?);
+    Ok(())
 }
 
 /// The section of closed-loop `experiment` (its scenario is its name): rates and latencies by

@@ -71,7 +71,8 @@ impl From<http::Response> for RunResult {
 }
 
 /// Where a container reached over HTTP takes its activations: OpenWhisk's /run body, posted on
-/// a new connection as the invoker does.
+/// a new connection as the invoker posts it to a Docker action container (unless the caller
+/// brings a client of its own).
 #[derive(Debug, Clone)]
 pub struct RunEndpoint {
     pub addr: SocketAddr,
@@ -83,10 +84,13 @@ pub struct RunEndpoint {
 impl RunEndpoint {
     /// One activation, waited for on this thread.
     pub fn run(&self, params: &Value) -> anyhow::Result<RunResult> {
+        self.run_with(&mut Client::new(self.addr, ConnMode::New), params)
+    }
+
+    /// One activation through `client`, on its connection when it keeps one alive.
+    pub fn run_with(&self, client: &mut Client, params: &Value) -> anyhow::Result<RunResult> {
         let body = run_body(&self.action, params, ACTION_TIMEOUT);
-        Ok(Client::new(self.addr, ConnMode::New)
-            .post(&self.path, &body)?
-            .into())
+        Ok(client.post(&self.path, &body)?.into())
     }
 
     /// One activation, awaited without holding a thread.

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Where an executor build's CPU goes per warm activation: `perf record` of the executor's
+# process (every thread, call graphs unwound with DWARF) while `wasm-bench evaluate` runs the
+# platform-cost experiment (one client, a new connection per activation, then one kept alive)
+# and one level of the I/O-bound experiment; then `breakdown.py` cuts each measured stretch out
+# of the samples (by CLOCK_MONOTONIC, which the records carry), sorts every sample into one
+# part of the warm path and writes OUT/breakdown.json. perf.data is not kept (hundreds of MB).
+#
+#   eval/profile/profile.sh [--runtime wasmtime|wasmer|wamr] [--io-clients N] [--out DIR]
+#
+# Needs root (or perf_event_paranoid ≤ 1) and Debian's linux-perf, installed when missing.
+# PROFILE_KEEP=1 keeps perf.data and the script text (their directory is printed).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+source scripts/common.sh
+
+runtime=wasmtime
+io_clients=256
+out=eval/results/profile
+activations=20000
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+    --runtime) runtime="$2"; shift 2 ;;
+    --io-clients) io_clients="$2"; shift 2 ;;
+    --activations) activations="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    -h | --help) sed -n '2,11p' "$0"; exit 0 ;;
+    *) die "unknown argument '$1' (see --help)" ;;
+    esac
+done
+
+command -v perf >/dev/null 2>&1 || ensure_packages linux-perf
+bench=target/release/wasm-bench
+executor=target/release/wasm-executor-$runtime
+for binary in "$bench" "$executor" target/release/wasm-precompile; do
+    [[ -x $binary ]] || die "$binary is missing: build it first (make build, or scripts/build.sh $runtime)"
+done
+[[ -f actions/dist/hash.wasm && -f actions/dist/net.wasm ]] || die "actions/dist is missing: run actions/build.sh"
+
+scratch=$(mktemp -d)
+trap 'kill "$bench_pid" 2>/dev/null || true; [[ -n ${PROFILE_KEEP:-} ]] || rm -rf "$scratch"' EXIT
+mkdir -p "$out"
+
+step "wasm-bench evaluate on $runtime (cost, $activations activations per connection; io at $io_clients clients)"
+"$bench" evaluate --platforms "$runtime" --experiments cost,io \
+    --"executor-$runtime" "$executor" --cost-activations "$activations" \
+    --io-levels "$io_clients" --repetitions 1 --level-secs 10 \
+    --out "$out" >"$scratch/bench.log" 2>&1 &
+bench_pid=$!
+
+# The executor is the benchmark's child; perf follows it (and the threads it starts) from there.
+pid=
+for _ in $(seq 600); do
+    pid=$(pgrep -P "$bench_pid" -f "wasm-executor-$runtime" | head -n 1 || true)
+    [[ -n $pid ]] && break
+    kill -0 "$bench_pid" 2>/dev/null || break
+    sleep 0.05
+done
+[[ -n $pid ]] || { cat "$scratch/bench.log" >&2; die "the executor did not start"; }
+perf record --quiet -F 1999 --call-graph dwarf,16384 -k CLOCK_MONOTONIC -p "$pid" \
+    -o "$scratch/perf.data" 2>"$scratch/perf.log" &
+perf_pid=$!
+wait "$bench_pid" || { cat "$scratch/bench.log" >&2; die "wasm-bench failed"; }
+wait "$perf_pid" || true
+
+[[ -n ${PROFILE_KEEP:-} ]] && echo "perf data and script kept in $scratch"
+step "sorting the samples (perf script, a few minutes)"
+perf script -i "$scratch/perf.data" -F pid,tid,comm,time,ip,sym,dso >"$scratch/script.txt" 2>/dev/null
+python3 eval/profile/breakdown.py "$out/summary.json" "$scratch/script.txt" \
+    --perf-version "$(perf --version)" --frequency 1999 >"$out/breakdown.json"
+python3 eval/profile/breakdown.py --show "$out/breakdown.json"
