@@ -19,17 +19,25 @@ import sys
 
 # Parts whose frames may sit anywhere in the stack: the first that matches takes the sample.
 PHASES = [
+    # wasmtime: the Store's drop and the pooling allocator's reset; wasmer: the Store's and
+    # its memories' drops; WAMR: deinstantiation.
     ("instance teardown", re.compile(
         r"Store<T> as core::ops::drop::Drop|StoreOpaque as core::ops::drop::Drop"
-        r"|deallocate_module|DecommitQueue|decommit_pages|reset_with_pagemap|drop_in_place<wasmtime::")),
+        r"|deallocate_module|DecommitQueue|decommit_pages|reset_with_pagemap|drop_in_place<wasmtime::"
+        r"|drop_in_place<wasmer::|drop_in_place<wasmer_vm::|wasmer_vm::.*as core::ops::drop::Drop"
+        r"|wasm_runtime_deinstantiate|aot_deinstantiate|wasm_deinstantiate"
+        r"|Instance<'_> as core::ops::drop::Drop")),
     ("instantiation", re.compile(
         r"InstancePre<T>>::instantiate|pre_instantiate_raw|Instance::new_started|instantiate_async"
         r"|::new_store|WasiCtxBuilder|InstanceAllocator>::allocate|MemoryPool::allocate"
-        r"|Store<T>>::new|wasm_runtime_instantiate|Instance::new")),
+        r"|Store<T>>::new|wasmer::.*Store::new|wasmer::.*Instance::new|create_vm_memory|imports::"
+        r"|wasm_runtime_instantiate|aot_instantiate|wasm_instantiate|ParamsFile::new"
+        r"|HostState::new|Instance::new")),
     ("the guest's outbound HTTP call (host side)", re.compile(
         r"http_import|wasm_executor::net::|hyper_util::client|hyper::client")),
     ("WASI calls of the guest", re.compile(
-        r"wasmtime_wasi|HostFunc::array_call_trampoline|wasi_snapshot_preview1|OutputCapture")),
+        r"wasmtime_wasi|HostFunc::array_call_trampoline|wasi_snapshot_preview1|OutputCapture"
+        r"|wasm_executor_wasmer::wasi|::natives::|wasmtime_ssp_|^wasi_|libc_wasi")),
     ("request and response JSON", re.compile(r"serde_json|serde_core::de|RunRequest")),
     ("connection set-up and tear-down", re.compile(
         r"TcpListener::accept|new_accepted|Lingering<Io> as tokio::io::async_write::AsyncWrite>::poll_shutdown"

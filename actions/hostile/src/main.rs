@@ -20,11 +20,16 @@
 //! - `{"log_lines": N, "line_bytes": B}` prints N lines of B bytes on stderr, then the result
 //! - `{"result_bytes": N}` returns a result holding a string of N bytes
 //! - `{"recurse": N}` recurses N frames deep (each holds a 1 KiB buffer)
+//! - `{"residue": true}` probes what earlier activations left in memory: counts the bytes of a
+//!   zero-initialised buffer that are not zero and of a buffer initialised by the module's data
+//!   that differ from it, then overwrites both → `{"residue": {"bytes", "zeroed_dirty",
+//!   "initialized_dirty"}}`; a fresh instance reports 0 and 0
 
 use std::{
     fs,
     hint::black_box,
     io::{IoSlice, Write},
+    sync::atomic::{AtomicU8, Ordering},
     time::Duration,
 };
 
@@ -92,6 +97,24 @@ fn fill_dir(fill: &Value) -> Result<Value, Error> {
 }
 
 /// Recurses `depth` frames, each with a buffer the optimizer cannot drop.
+/// Bytes of each buffer the `residue` probe reads: more than the executor resets in place by
+/// default (`--keep-resident-kib 128`), so both ways of resetting memory are probed.
+const RESIDUE_BYTES: usize = 192 * 1024;
+/// What the module's data gives `INITIALIZED`.
+const INITIAL: u8 = 0x5a;
+/// What the probe leaves in both buffers.
+const WRITTEN: u8 = 0xa5;
+static ZEROED: [AtomicU8; RESIDUE_BYTES] = [const { AtomicU8::new(0) }; RESIDUE_BYTES];
+static INITIALIZED: [AtomicU8; RESIDUE_BYTES] = [const { AtomicU8::new(INITIAL) }; RESIDUE_BYTES];
+
+/// Counts the bytes of `buffer` that are not `expected`, then overwrites them all.
+fn probe(buffer: &[AtomicU8], expected: u8) -> usize {
+    buffer
+        .iter()
+        .map(|byte| usize::from(byte.swap(WRITTEN, Ordering::Relaxed) != expected))
+        .sum()
+}
+
 fn recurse(depth: u64) -> u64 {
     let buffer = black_box([depth as u8; 1024]);
     if depth == 0 {
@@ -170,6 +193,13 @@ fn attack(p: Value) -> Result<Value, Error> {
     }
     if let Some(depth) = p.get("recurse").and_then(Value::as_u64) {
         return Ok(json!({ "depth": depth, "sum": recurse(depth) }));
+    }
+    if p.get("residue").is_some() {
+        return Ok(json!({ "residue": {
+            "bytes": RESIDUE_BYTES,
+            "zeroed_dirty": probe(&ZEROED, 0),
+            "initialized_dirty": probe(&INITIALIZED, INITIAL),
+        }}));
     }
     Ok(Value::Object(Map::new()))
 }

@@ -7,6 +7,7 @@ ORDER = [
     "evaluation",
     "saturation",
     "capacity",
+    "cost",
     "openwhisk",
     "engines",
     "footprint",

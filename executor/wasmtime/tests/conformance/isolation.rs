@@ -1,4 +1,5 @@
-//! Each /run gets a fresh instance: concurrent and consecutive activations share no state;
+//! Each /run gets a fresh instance: concurrent and consecutive activations share no state, not
+//! even memory an earlier one wrote;
 //! destroy frees a container.
 
 use serde_json::json;
@@ -26,6 +27,35 @@ fn concurrent_runs_of_one_container_never_share_state() {
                 "a guest global counter reads 1 in every activation"
             );
         }
+    }
+}
+
+#[test]
+fn a_fresh_instance_finds_no_byte_an_earlier_activation_wrote() {
+    // Each activation checks two buffers larger than the pages an ended instance's slot resets
+    // in place (the rest go back to the kernel), then overwrites them: one left zero by the
+    // module, one given by its data. One at a time the activations reuse a slot, at once they
+    // take several.
+    let ex = std::sync::Arc::new(Executor::start());
+    ex.init_action("probe", "hostile");
+    let probe = |ex: &Executor| ex.run("probe", json!({"residue": true})).expect(200).json();
+    let clean = |result: serde_json::Value| {
+        let residue = &result["residue"];
+        assert!(residue["bytes"].as_u64().unwrap() > 128 * 1024, "{result}");
+        assert_eq!(residue["zeroed_dirty"], 0, "{result}");
+        assert_eq!(residue["initialized_dirty"], 0, "{result}");
+    };
+    for _ in 0..4 {
+        clean(probe(&ex));
+    }
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            let ex = std::sync::Arc::clone(&ex);
+            std::thread::spawn(move || (0..4).map(|_| probe(&ex)).collect::<Vec<_>>())
+        })
+        .collect();
+    for worker in workers {
+        worker.join().unwrap().into_iter().for_each(clean);
     }
 }
 

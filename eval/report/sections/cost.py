@@ -1,0 +1,281 @@
+"""RESULTS.md's platform cost: host CPU per warm activation and per I/O activation, run three
+times on one build, where the executor's share of it goes (a perf profile), and the change the
+profile led to (before and after, interleaved in one session)."""
+
+from report import fmt, records
+
+RUNS = "platform-cost/run-*"
+PROFILE = "platform-cost/profile-wasmtime/breakdown.json"
+CUT = "platform-cost/cut"
+DOCKER = "docker"
+EXECUTORS = ("wasmtime", "wasmer", "wamr")
+NAMES = {"wasmtime": "wasmtime", "wasmer": "wasmer", "wamr": "WAMR", "docker": "Docker",
+         "native": "native"}
+CONNECTIONS = {"new": "new connection", "kept-alive": "kept alive", None: "a process each"}
+# Within this, memory per warm container counts as unchanged (the footprint's run-to-run noise).
+UNCHANGED_KIB = 16
+# Issue 14's target: the executor's CPU per warm activation at most this share of Docker's.
+COST_TARGET = 0.1
+
+
+def _runs():
+    runs = records.runs(RUNS)
+    if len(runs) < 3:
+        raise ValueError(f"{RUNS}: {len(runs)} runs; the figures need at least three")
+    commits = {records.json_of(f"{r}/{part}/summary.json").get("commit")
+               for r in runs for part in ("cost", "io")}
+    if len(commits) != 1 or None in commits:
+        raise ValueError(f"{RUNS}: the runs are of different or unknown builds: {commits}")
+    return runs
+
+
+def _cost(run):
+    """{(platform, connection): row} of one run."""
+    return {(r["platform"], r["connection"]): r
+            for r in records.json_of(f"{run}/cost/summary.json")["cost"]}
+
+
+def _mean_and_interval(values, unit):
+    mean, half = fmt.across(values)
+    return f"{unit(mean)} [{fmt.span([max(0.0, mean - half), mean + half], unit)}]"
+
+
+def _series(runs, figure):
+    return [figure(run) for run in runs]
+
+
+def _cost_table(runs, keys):
+    rows = []
+    for platform, connection in keys:
+        cpu = _series(runs, lambda r: _cost(r)[(platform, connection)]["cpu_us"])
+        inside = _series(runs, lambda r: _cost(r)[(platform, connection)]["executor_us"])
+        rows.append([NAMES[platform], CONNECTIONS[connection], *(fmt.us(v) for v in cpu),
+                     _mean_and_interval(cpu, fmt.us),
+                     "–" if None in inside else fmt.us(fmt.across(inside)[0])])
+    header = ["platform", "connection", *(f"run {i}" for i in range(1, len(runs) + 1)),
+              "mean [95 % interval across runs]", "inside the executor (/run, mean)"]
+    return fmt.table(header, rows, right=tuple(range(2, len(runs) + 4)))
+
+
+def _ratio(runs, platform, connection, docker_connection):
+    return _series(runs, lambda r: _cost(r)[(platform, connection)]["cpu_us"]
+                   / _cost(r)[(DOCKER, docker_connection)]["cpu_us"])
+
+
+def _ratio_figures(runs):
+    figures, rows = {}, []
+    for p in EXECUTORS:
+        as_called = _ratio(runs, p, "kept-alive", "new")
+        same_new = _ratio(runs, p, "new", "new")
+        same_kept = _ratio(runs, p, "kept-alive", "kept-alive")
+        rows.append([NAMES[p], *(_mean_and_interval(v, lambda x: fmt.fixed(x, 3))
+                                 for v in (as_called, same_new, same_kept))])
+        figures[f"as_called_{p}"] = fmt.fixed(fmt.across(as_called)[0], 2)
+        figures[f"same_new_{p}"] = fmt.fixed(fmt.across(same_new)[0], 2)
+        figures[f"as_called_high_{p}"] = fmt.fixed(sum(fmt.across(as_called)), 2)
+        figures[f"same_new_high_{p}"] = fmt.fixed(sum(fmt.across(same_new)), 2)
+    figures["ratio_table"] = fmt.table(
+        ["executor build", "kept alive, of Docker's new connection (as OpenWhisk calls each)",
+         "new connection, of Docker's new connection (the same client)",
+         "kept alive, of Docker's kept alive"], rows)
+    as_called = {p: fmt.across(_ratio(runs, p, "kept-alive", "new")) for p in EXECUTORS}
+    same_new = {p: fmt.across(_ratio(runs, p, "new", "new")) for p in EXECUTORS}
+    figures["as_called_span"] = fmt.span([m for m, _ in as_called.values()],
+                                         lambda x: fmt.fixed(x, 2))
+    figures["same_new_span"] = fmt.span([m for m, _ in same_new.values()],
+                                        lambda x: fmt.fixed(x, 2))
+    figures["as_called_met"] = _verdict({p: m + h for p, (m, h) in as_called.items()})
+    figures["same_new_met"] = _verdict({p: m + h for p, (m, h) in same_new.items()})
+    figures["cost_target"] = f"{COST_TARGET:g}"
+    return figures
+
+
+def _verdict(highs):
+    """Which builds meet the target even at the top of their interval."""
+    met = [NAMES[p] for p, high in highs.items() if high <= COST_TARGET]
+    if len(met) == len(highs):
+        return "met by every build"
+    if not met:
+        return "met by none of the builds"
+    return "met by " + " and ".join(met) + " only"
+
+
+# ------------------------------------------------------------------------------ I/O activations
+def _io(run):
+    record = records.json_of(f"{run}/io/summary.json")
+    cells = {(c["platform"], c["level"]): c for c in record["summary"]["cells"]["io"]
+             if c["scenario"] == "io"}
+    return record, cells
+
+
+IO_DELAY_S = 0.3
+
+
+def _io_figures(runs):
+    first, _ = _io(runs[0])
+    levels = sorted({row["level"] for row in first["io_cpu"]})
+    rows, figures = [], {}
+    for p in first["platforms"]:
+        for level in levels:
+            cpu = _series(runs, lambda r: next(
+                row["platform_cpu_us"] for row in _io(r)[0]["io_cpu"]
+                if row["platform"] == p and row["level"] == level))
+            ideal = _series(runs, lambda r: _io(r)[1][(p, level)]["rate"] / (level / IO_DELAY_S))
+            rows.append([NAMES[p], f"{level:,}", *(fmt.us(v) for v in cpu),
+                         _mean_and_interval(cpu, fmt.us), _mean_and_interval(ideal, fmt.pct)])
+            figures[f"io_cpu_{p}_{level}"] = fmt.us(fmt.across(cpu)[0])
+            figures[f"io_ideal_{p}_{level}"] = fmt.pct(fmt.across(ideal)[0])
+    header = ["platform", "clients", *(f"run {i}: CPU" for i in range(1, len(runs) + 1)),
+              "CPU per I/O activation, mean [95 % interval]", "rate, of the ideal (mean)"]
+    figures["io_table"] = fmt.table(header, rows, right=tuple(range(1, len(runs) + 4)))
+    figures["io_levels"] = " and ".join(f"{level:,}" for level in levels)
+    figures["io_top"] = f"{levels[-1]:,}"
+    return figures
+
+
+# ------------------------------------------------------------------------------------- profile
+HTTP_PART = "HTTP server (hyper, axum, tower)"
+# Below this share of the samples, no part of the warm path "dominates" it.
+DOMINANT = 0.25
+
+def _profile_figures(runs):
+    profile = records.json_of(PROFILE)
+    means = {
+        ("cost", "new"): fmt.across(_series(runs, lambda r: _cost(r)[("wasmtime", "new")]["cpu_us"]))[0],
+        ("cost", "kept-alive"): fmt.across(
+            _series(runs, lambda r: _cost(r)[("wasmtime", "kept-alive")]["cpu_us"]))[0],
+    }
+    stretches = {}
+    for s in profile["stretches"]:
+        key = (s["experiment"], s.get("connection") or f"{s.get('clients')} clients")
+        stretches[key] = s
+    io_key = next(k for k in stretches if k[0] == "io")
+    io_level = stretches[io_key]["clients"]
+    means[io_key] = fmt.across(_series(runs, lambda r: next(
+        row["platform_cpu_us"] for row in _io(r)[0]["io_cpu"]
+        if row["platform"] == "wasmtime" and row["level"] == io_level)))[0]
+    order = [("cost", "kept-alive"), ("cost", "new"), io_key]
+    parts = []
+    for key in order:
+        for part in stretches[key]["parts"]:
+            if part["part"] not in parts:
+                parts.append(part["part"])
+
+    def share(key, part):
+        stretch = stretches[key]
+        n = next((p["samples"] for p in stretch["parts"] if p["part"] == part), 0)
+        return n / stretch["samples"]
+
+    kept = {part: share(("cost", "kept-alive"), part) for part in parts}
+    if max(kept.values()) > DOMINANT or max(kept, key=kept.get) != HTTP_PART:
+        raise ValueError("the prose says no part dominates the kept-alive warm path and the "
+                         "HTTP server takes the largest share")
+    rows = [[part, *(f"{fmt.pct(share(k, part), 1)} · {fmt.us(share(k, part) * means[k], 2)}"
+                     for k in order)] for part in parts]
+    rows.append(["**all** (samples)", *(f"{fmt.pct(1)} · {fmt.us(means[k], 3)} "
+                                        f"({stretches[k]['samples']:,})" for k in order)])
+    header = ["part of the warm path", "one client, kept alive", "one client, new connection",
+              f"I/O, {io_level:,} clients"]
+    outbound = "the guest's outbound HTTP call (host side)"
+    return {
+        "profile_table": fmt.table(header, rows, right=(1, 2, 3)),
+        "profile_date": profile["date_utc"][:10],
+        "profile_commit": f"`{profile['commit']}`",
+        "profile_hz": f"{profile['frequency_hz']:,}",
+        "profile_perf": profile["perf"],
+        "profile_io_clients": f"{io_level:,}",
+        "profile_outbound_share": fmt.pct(share(io_key, outbound)),
+        "profile_connection_share_new": fmt.pct(
+            share(("cost", "new"), "connection set-up and tear-down")),
+        "profile_http_share_kept": fmt.pct(kept[HTTP_PART]),
+    }
+
+
+# ------------------------------------------------------------------------------------------ cut
+def _cut_figures():
+    runs = records.runs(f"{CUT}/cost-*/summary.json")
+    by_build = {"before": [], "after": []}
+    for run in runs:
+        build = run.split("/")[-2].split("-")[1]
+        by_build[build].append({r["connection"]: r for r in records.json_of(run)["cost"]})
+    if min(len(v) for v in by_build.values()) < 3:
+        raise ValueError(f"{CUT}: fewer than three runs of a build")
+    rows, figures = [], {}
+    for connection in ("new", "kept-alive"):
+        for what, label in (("cpu_us", "host CPU"), ("executor_us", "inside the executor")):
+            before = [r[connection][what] for r in by_build["before"]]
+            after = [r[connection][what] for r in by_build["after"]]
+            change = fmt.across(after)[0] / fmt.across(before)[0] - 1
+            rows.append([CONNECTIONS[connection], label, _mean_and_interval(before, fmt.us),
+                         _mean_and_interval(after, fmt.us), fmt.pct(change)])
+            figures[f"cut_{what}_{connection.replace('-', '_')}"] = fmt.pct(-change)
+    record = records.json_of(runs[0])
+    figures["cut_table"] = fmt.table(
+        ["connection", "per warm activation", "before, mean [95 % interval]",
+         "after, mean [95 % interval]", "change"], rows)
+    figures["cut_runs"] = str(len(by_build["before"]))
+    figures.update(_cut_memory())
+    figures["cut_activations"] = f"{record['cost'][0]['activations']:,}"
+    return figures
+
+
+def _cut_memory():
+    """RSS per warm container and what one /run of each container left resident, before and
+    after, from `wasm-bench footprint` of each build."""
+    paths = {"precompiled": "one action", "precompiled, distinct actions": "distinct actions"}
+    rows, figures = [], {}
+    for code, label in paths.items():
+        cells = []
+        for build in ("before", "after"):
+            record = records.json_of(f"{CUT}/footprint-{build}/summary.json")
+            row = next(r for r in record["results"] if r["code"] == code)
+            left = (row["after_one_run_each"]["total_kib"] - row["after_init"]["total_kib"]) \
+                / row["containers"]
+            cells.append((row["per_warm_container_kib"], left, row["containers"]))
+        (per_before, left_before, n), (per_after, left_after, _) = cells
+        if label == "one action" and abs(per_after - per_before) > UNCHANGED_KIB:
+            raise ValueError("the prose says containers of one action cost what they cost before")
+        rows.append([f"{n:,} containers of {label}", fmt.kib(per_before), fmt.kib(per_after),
+                     fmt.kib(left_before), fmt.kib(left_after)])
+        key = label.replace(" ", "_")
+        figures[f"cut_per_{key}_before"] = fmt.kib(per_before)
+        figures[f"cut_per_{key}_after"] = fmt.kib(per_after)
+        figures[f"cut_left_{key}"] = fmt.kib(left_after - left_before)
+    figures["cut_memory_table"] = fmt.table(
+        ["echo, precompiled", "RSS per warm container, before", "after",
+         "left resident by one /run each, per container, before", "after"], rows,
+        right=(1, 2, 3, 4))
+    return figures
+
+
+def _conditions(runs):
+    rows = []
+    for i, run in enumerate(runs, 1):
+        for part in ("cost", "io"):
+            record = records.json_of(f"{run}/{part}/summary.json")
+            machine = record["machine"]
+            rows.append([f"{i}, {part}", record["date_utc"][:16].replace("T", " "),
+                         f"`{record['commit']}`", f"{machine['cpu']}, {machine['logical_cpus']} CPUs",
+                         f"{fmt.load(machine['loadavg_start'])} → {fmt.load(machine['loadavg_end'])}",
+                         fmt.pct(machine["cpu_others_percent"] / 100),
+                         f"{fmt.number(record['wall_seconds'] / 60, 2)} min"])
+    return fmt.table(["run", "started (UTC)", "commit", "machine", "load average, start → end",
+                      "other processes' CPU", "length"], rows)
+
+
+def figures():
+    runs = _runs()
+    first = _cost(runs[0])
+    keys = [(p, c) for p in ("wasmtime", "wasmer", "wamr", DOCKER, "native")
+            for c in ("new", "kept-alive", None) if (p, c) in first]
+    figures = {
+        "runs": str(len(runs)),
+        "conditions": _conditions(runs),
+        "cost_table": _cost_table(runs, keys),
+        "activations": f"{first[('wasmtime', 'new')]['activations']:,}",
+    }
+    figures.update(_ratio_figures(runs))
+    figures.update(_io_figures(runs))
+    figures.update(_profile_figures(runs))
+    figures.update(_cut_figures())
+    return figures
