@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Where an executor build's CPU goes per warm activation: `perf record` of the executor's
-# process (every thread, call graphs unwound with DWARF) while `wasm-bench evaluate` runs the
-# platform-cost experiment (one client, a new connection per activation, then one kept alive)
-# and one level of the I/O-bound experiment; then `breakdown.py` cuts each measured stretch out
-# of the samples (by CLOCK_MONOTONIC, which the records carry), sorts every sample into one
-# part of the warm path and writes OUT/breakdown.json. perf.data is not kept (hundreds of MB).
+# Where an executor build's CPU goes per warm activation: `perf record` of the machine (call
+# graphs unwound with DWARF) while `wasm-bench evaluate` runs the platform-cost experiment (one
+# client, a new connection per activation, then one kept alive) and one level of the I/O-bound
+# experiment; then the executor process's samples (every thread) go to `breakdown.py`, which
+# cuts each measured stretch out of them (by CLOCK_MONOTONIC, which the records carry), sorts
+# every sample into one part of the warm path and writes OUT/breakdown.json. perf.data is not
+# kept (hundreds of MB).
 #
 #   eval/profile/profile.sh [--runtime wasmtime|wasmer|wamr] [--io-clients N] [--out DIR]
 #
@@ -48,7 +49,9 @@ step "wasm-bench evaluate on $runtime (cost, $activations activations per connec
     --out "$out" >"$scratch/bench.log" 2>&1 &
 bench_pid=$!
 
-# The executor is the benchmark's child; perf follows it (and the threads it starts) from there.
+# The executor is the benchmark's child. perf records the whole machine (following one
+# process misses threads it starts later, such as a pool's), and only the executor's samples
+# are sorted.
 pid=
 for _ in $(seq 600); do
     pid=$(pgrep -P "$bench_pid" -f "wasm-executor-$runtime" | head -n 1 || true)
@@ -57,15 +60,17 @@ for _ in $(seq 600); do
     sleep 0.05
 done
 [[ -n $pid ]] || { cat "$scratch/bench.log" >&2; die "the executor did not start"; }
-perf record --quiet -F 1999 --call-graph dwarf,16384 -k CLOCK_MONOTONIC -p "$pid" \
+perf record --quiet -a -F 1999 --call-graph dwarf,16384 -k CLOCK_MONOTONIC \
     -o "$scratch/perf.data" 2>"$scratch/perf.log" &
 perf_pid=$!
 wait "$bench_pid" || { cat "$scratch/bench.log" >&2; die "wasm-bench failed"; }
+kill -INT "$perf_pid"
 wait "$perf_pid" || true
 
 [[ -n ${PROFILE_KEEP:-} ]] && echo "perf data and script kept in $scratch"
 step "sorting the samples (perf script, a few minutes)"
-perf script -i "$scratch/perf.data" -F pid,tid,comm,time,ip,sym,dso >"$scratch/script.txt" 2>/dev/null
+perf script -i "$scratch/perf.data" --pid "$pid" -F pid,tid,comm,time,ip,sym,dso \
+    >"$scratch/script.txt" 2>/dev/null
 python3 eval/profile/breakdown.py "$out/summary.json" "$scratch/script.txt" \
     --perf-version "$(perf --version)" --frequency 1999 >"$out/breakdown.json"
 python3 eval/profile/breakdown.py --show "$out/breakdown.json"

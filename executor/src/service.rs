@@ -131,7 +131,11 @@ impl<B: Backend> Executor<B> {
             max_instances: config.instance_slots(),
             min_instances: config.instance_slots().min(config.max_concurrent + 1),
             max_memory_bytes: config.max_memory_mb << 20,
-            keep_resident_bytes: config.keep_resident_kib.saturating_mul(1024),
+            // More than a whole memory would keep nothing more resident.
+            keep_resident_bytes: config
+                .keep_resident_kib
+                .saturating_mul(1024)
+                .min(usize::try_from(config.max_memory_mb << 20).unwrap_or(usize::MAX)),
             host_io: host_io.clone(),
         })?;
         tracing::info!(

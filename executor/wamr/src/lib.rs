@@ -30,8 +30,13 @@ use wasm_executor::backend::{
 use wasm_executor::{capability::dir::GrantedDir, net::HttpGetter, pool::CpuSlot};
 
 /// The interpreter's operand and frame stack per instance. 512 KiB takes large Rust and C
-/// programs through deep call chains; it is reserved per instance but only touched pages count.
+/// programs through deep call chains.
 const INTERPRETER_STACK_BYTES: u32 = 512 << 10;
+/// The same stack for an instance of AOT code, which runs on the thread's own stack: this
+/// build keeps no frames of compiled code there (no call-stack dumps, no profiling). WAMR zeroes
+/// the whole stack at every instantiation, so an interpreter's would cost every activation a
+/// 512 KiB memset.
+const AOT_STACK_BYTES: u32 = 4 << 10;
 
 /// Exports WAMR calls by itself while instantiating, where the watchdog cannot reach them yet.
 const POST_INSTANTIATE_EXPORTS: [&str; 3] =
@@ -219,7 +224,10 @@ impl WamrBackend {
             stdin: stdin.fd(),
             stdout: self.null_output.as_fd(),
             stderr: self.null_output.as_fd(),
-            stack_bytes: INTERPRETER_STACK_BYTES,
+            stack_bytes: match module.module.kind() {
+                ModuleKind::Aot => AOT_STACK_BYTES,
+                ModuleKind::Bytecode => INTERPRETER_STACK_BYTES,
+            },
         };
         let instance = match Instance::new(env, &module.module, &host, &config) {
             Ok(instance) => instance,
