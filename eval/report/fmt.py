@@ -84,3 +84,10 @@ def across(values):
     mean = sum(values) / n
     sd = (sum((v - mean) ** 2 for v in values) / (n - 1)) ** 0.5
     return mean, T95[n - 1] * sd / n ** 0.5
+
+
+def mean_and_interval(values, unit):
+    """'2.3 ms [2.1–2.5 ms]': the mean of repeated runs' figures and its 95 % interval."""
+    mean, half = across(values)
+    # Every figure reported so is positive; an interval reaching below zero says only "at least 0".
+    return f"{unit(mean)} [{span([max(0.0, mean - half), mean + half], unit)}]"

@@ -64,15 +64,9 @@ def _series(figure, platforms, runs):
     return {p: [figure(run, p) for run in runs] for p in platforms}
 
 
-def _mean_and_interval(values, unit):
-    """'2.3 ms [2.1–2.5 ms]': the mean and its 95 % interval across the runs."""
-    mean, half = fmt.across(values)
-    # Every figure here is positive; an interval reaching below zero says only "at least 0".
-    return f"{unit(mean)} [{fmt.span([max(0.0, mean - half), mean + half], unit)}]"
-
 
 def _rows(label, series, unit):
-    return [[label, ev.name(p), *(unit(v) for v in values), _mean_and_interval(values, unit)]
+    return [[label, ev.name(p), *(unit(v) for v in values), fmt.mean_and_interval(values, unit)]
             for p, values in series.items()]
 
 
@@ -138,9 +132,9 @@ def figures():
         "mixed_spread": fmt.pct(_spread(mixed)),
     }
     for p in executors:
-        figures[f"cpu_of_native_{p}"] = _mean_and_interval(cpu[p], fmt.pct)
-        figures[f"mixed_vs_docker_{p}"] = _mean_and_interval(mixed[p], ev.ratio)
-    figures["cpu_of_native_docker"] = _mean_and_interval(cpu["docker"], fmt.pct)
+        figures[f"cpu_of_native_{p}"] = fmt.mean_and_interval(cpu[p], fmt.pct)
+        figures[f"mixed_vs_docker_{p}"] = fmt.mean_and_interval(mixed[p], ev.ratio)
+    figures["cpu_of_native_docker"] = fmt.mean_and_interval(cpu["docker"], fmt.pct)
     figures["cpu_low"] = ev.name(min(cpu_mean, key=cpu_mean.get))
     others = [records.json_of(r)["machine"]["cpu_others_percent"] / 100 for r in runs]
     figures["others"] = fmt.span(others, fmt.pct)
