@@ -7,7 +7,8 @@
 # every sample into one part of the warm path and writes OUT/breakdown.json. perf.data is not
 # kept (hundreds of MB).
 #
-#   eval/profile/profile.sh [--runtime wasmtime|wasmer|wamr] [--io-clients N] [--out DIR]
+#   eval/profile/profile.sh [--runtime wasmtime|wasmer|wamr] [--activations N] [--io-clients N]
+#                           [--out DIR]
 #
 # Needs root (or perf_event_paranoid ≤ 1) and Debian's linux-perf, installed when missing.
 # PROFILE_KEEP=1 keeps perf.data and the script text (their directory is printed).
@@ -25,7 +26,7 @@ while [[ $# -gt 0 ]]; do
     --io-clients) io_clients="$2"; shift 2 ;;
     --activations) activations="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    -h | --help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,14p' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
     esac
 done

@@ -5,6 +5,7 @@ import gzip
 import io
 import json
 
+from report import fmt
 from report.paths import RECORDS
 
 
@@ -33,3 +34,19 @@ def runs(relative_glob):
     if not found:
         raise FileNotFoundError(f"eval/results/{relative_glob}")
     return found
+
+
+def conditions_table(labelled):
+    """The table of each run's conditions, one row per (label, record) pair: when it started,
+    the commit, the machine, its load and the other processes' share of the CPU, its length."""
+    rows = []
+    for label, relative in labelled:
+        record = json_of(relative)
+        machine = record["machine"]
+        rows.append([label, record["date_utc"][:16].replace("T", " "), f"`{record['commit']}`",
+                     f"{machine['cpu']}, {machine['logical_cpus']} CPUs",
+                     f"{fmt.load(machine['loadavg_start'])} → {fmt.load(machine['loadavg_end'])}",
+                     fmt.pct(machine["cpu_others_percent"] / 100),
+                     f"{fmt.number(record['wall_seconds'] / 60, 2)} min"])
+    return fmt.table(["run", "started (UTC)", "commit", "machine", "load average, start → end",
+                      "other processes' CPU", "length"], rows)

@@ -253,18 +253,8 @@ def _cut_memory():
 
 
 def _conditions(runs):
-    rows = []
-    for i, run in enumerate(runs, 1):
-        for part in ("cost", "io"):
-            record = records.json_of(f"{run}/{part}/summary.json")
-            machine = record["machine"]
-            rows.append([f"{i}, {part}", record["date_utc"][:16].replace("T", " "),
-                         f"`{record['commit']}`", f"{machine['cpu']}, {machine['logical_cpus']} CPUs",
-                         f"{fmt.load(machine['loadavg_start'])} → {fmt.load(machine['loadavg_end'])}",
-                         fmt.pct(machine["cpu_others_percent"] / 100),
-                         f"{fmt.number(record['wall_seconds'] / 60, 2)} min"])
-    return fmt.table(["run", "started (UTC)", "commit", "machine", "load average, start → end",
-                      "other processes' CPU", "length"], rows)
+    return records.conditions_table([(f"{i}, {part}", f"{run}/{part}/summary.json")
+                                     for i, run in enumerate(runs, 1) for part in ("cost", "io")])
 
 
 def figures():

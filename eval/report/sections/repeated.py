@@ -71,17 +71,7 @@ def _rows(label, series, unit):
 
 
 def _conditions(runs):
-    rows = []
-    for i, run in enumerate(runs, 1):
-        record = records.json_of(run)
-        machine = record["machine"]
-        rows.append([str(i), record["date_utc"][:16].replace("T", " "), f"`{record['commit']}`",
-                     f"{machine['cpu']}, {machine['logical_cpus']} CPUs",
-                     f"{fmt.load(machine['loadavg_start'])} → {fmt.load(machine['loadavg_end'])}",
-                     fmt.pct(machine["cpu_others_percent"] / 100),
-                     f"{fmt.number(record['wall_seconds'] / 60, 2)} min"])
-    return fmt.table(["run", "started (UTC)", "commit", "machine", "load average, start → end",
-                      "other processes' CPU", "length"], rows)
+    return records.conditions_table([(str(i), run) for i, run in enumerate(runs, 1)])
 
 
 def _means(series):
