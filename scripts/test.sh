@@ -126,7 +126,7 @@ timed "OpenWhisk patch: executor client against the real executor" \
 
 step "JMeter against real OpenWhisk: the committed summaries recomputed from their records; run.sh refuses a missing API"
 ow_scratch="$(mktemp -d)"
-for results in eval/results/openwhisk eval/results/openwhisk-*; do
+for results in eval/results/openwhisk/run-* eval/results/openwhisk-*; do
     [[ -d "$results" ]] || continue
     rm -rf "$ow_scratch/copy"
     cp -r "$results/." "$ow_scratch/copy"

@@ -54,8 +54,9 @@ def span(values, unit=number):
     high_number, _, high_unit = high.partition(" ")
     if low_unit == high_unit and low_unit:
         return f"{low_number}–{high_number} {low_unit}"
-    if low.endswith("×") and high.endswith("×"):
-        return f"{low[:-1]}–{high}"
+    for suffix in ("×", "/s"):
+        if low.endswith(suffix) and high.endswith(suffix):
+            return f"{low[:-len(suffix)]}–{high}"
     return f"{low}–{high}"
 
 

@@ -36,6 +36,18 @@ def runs(relative_glob):
     return found
 
 
+def repeated(relative_glob, parts=("",)):
+    """The runs matching a glob, checked to be repeats: at least three, every record of them
+    (each run's `parts`, paths under it) of one known build."""
+    found = runs(relative_glob)
+    if len(found) < 3:
+        raise ValueError(f"{relative_glob}: {len(found)} runs; repeated figures need at least three")
+    commits = {json_of(f"{run}/{part}".rstrip("/")).get("commit") for run in found for part in parts}
+    if len(commits) != 1 or None in commits:
+        raise ValueError(f"{relative_glob}: the runs are of different or unknown builds: {commits}")
+    return found
+
+
 def conditions_table(labelled):
     """The table of each run's conditions, one row per (label, record) pair: when it started,
     the commit, the machine, its load and the other processes' share of the CPU, its length."""

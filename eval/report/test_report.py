@@ -2,12 +2,14 @@
 
 import contextlib
 import io
+import json
 import re
 import tempfile
 import unittest
 from pathlib import Path
+from unittest import mock
 
-from report import cli, fmt, render
+from report import cli, fmt, records, render
 from report.paths import QUOTING
 
 
@@ -48,6 +50,30 @@ class Check(unittest.TestCase):
             render.quotes(marked, {}, "README.md")
 
 
+class Repeated(unittest.TestCase):
+    def _runs(self, commits):
+        scratch = tempfile.TemporaryDirectory()
+        self.addCleanup(scratch.cleanup)
+        for i, commit in enumerate(commits, 1):
+            run = Path(scratch.name) / "x" / f"run-{i}"
+            run.mkdir(parents=True)
+            (run / "summary.json").write_text(json.dumps({"commit": commit}))
+        patch = mock.patch.object(records, "RECORDS", Path(scratch.name))
+        patch.start()
+        self.addCleanup(patch.stop)
+
+    def test_three_runs_of_one_build_are_repeats(self):
+        self._runs(["abc", "abc", "abc"])
+        self.assertEqual(len(records.repeated("x/run-*/summary.json")), 3)
+
+    def test_fewer_runs_or_other_builds_are_refused(self):
+        for commits in (["abc", "abc"], ["abc", "abc", "def"], ["abc", "abc", None]):
+            with self.subTest(commits=commits):
+                self._runs(commits)
+                with self.assertRaises(ValueError):
+                    records.repeated("x/run-*/summary.json")
+
+
 class Formats(unittest.TestCase):
     def test_numbers(self):
         self.assertEqual(fmt.number(0.78), "0.78")
@@ -55,6 +81,7 @@ class Formats(unittest.TestCase):
         self.assertEqual(fmt.number(1318.5), "1,318")
         self.assertEqual(fmt.span([2.31, 2.84], fmt.ms), "2.31–2.84 ms")
         self.assertEqual(fmt.span([5.0, 5.0], fmt.ms), "5 ms")
+        self.assertEqual(fmt.span([2.31, 10.3], lambda x: f"{fmt.number(x)}/s"), "2.31–10.3/s")
         self.assertEqual(fmt.times(272.3), "272×")
         self.assertEqual(fmt.times(1.054), "1.05×")
         self.assertEqual(fmt.pct(0.883), "88 %")

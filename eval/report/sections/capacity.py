@@ -1,28 +1,18 @@
-"""RESULTS.md's capacity in 1 GiB: the arrival rate each platform sustains, its pool sized as
-OpenWhisk reserves containers and, separately, by measured memory; the rate found by search."""
+"""RESULTS.md's capacity in 1 GiB: the arrival rate each platform sustains with its pool sized
+as OpenWhisk reserves containers, the rate found by search, in repeated runs on one build."""
 
 from report import fmt, records
 from report.sections import _evaluation_util as ev
 
-RECORD = "capacity/summary.json"
+RUNS = "capacity/run-*/summary.json"
+SIZING = "reservation"
 
 
-def _record():
-    return records.json_of(RECORD)
-
-
-def _rows():
-    rows = _record()["capacity"]
-    if not rows:
-        raise ValueError(f"{RECORD}: no capacity rows")
-    return rows
-
-
-def _row(platform, sizing):
-    for row in _rows():
-        if row["platform"] == platform and row["sizing"] == sizing:
+def _row(run, platform):
+    for row in records.json_of(run)["capacity"]:
+        if row["platform"] == platform and row["sizing"] == SIZING:
             return row
-    raise KeyError(f"{RECORD}: no {sizing} row for {platform}")
+    raise KeyError(f"{run}: no {SIZING} row for {platform}")
 
 
 def _rate(x):
@@ -38,83 +28,78 @@ def _probes(row):
     return " · ".join(probe(level) for level in sorted(row["levels"], key=lambda level: level[0]))
 
 
-def _bounds(row, docker):
-    """The ratio of sustainable rates as bounds: each rate lies in [sustained, first failing);
-    a platform that failed the ladder's first rate sustains something below it."""
-    mine_low, mine_high = row["sustainable_rate"], row["first_failing_rate"]
-    docker_low, docker_high = docker["sustainable_rate"], docker["first_failing_rate"]
-    if mine_low is None:
-        return "–"
-    low = fmt.times(mine_low / docker_high) if docker_high else "–"
-    if docker_low is None:
-        return f"more than {low}"
-    high = fmt.times(mine_high / docker_low) if mine_high else "open"
-    return f"{fmt.times(mine_low / docker_low)} ({low} to {high})"
+def _sustained(run, platform):
+    rate = _row(run, platform)["sustainable_rate"]
+    if rate is None:
+        raise ValueError(f"{run}: {platform} sustained no rate; the prose assumes each did")
+    return rate
 
 
-def _sustained(row):
-    if row["sustainable_rate"] is None:
-        return f"below {_rate(row['first_failing_rate'])}"
-    return _rate(row["sustainable_rate"])
+def _ratios(runs, platform):
+    return [_sustained(r, platform) / _sustained(r, "docker") for r in runs]
 
 
-def _sizings():
-    """The sizings the run measured, reservation first."""
-    return sorted({row["sizing"] for row in _rows()}, key=lambda s: s != "reservation")
+def _bounds(run, platform):
+    """One run's ratio with its bounds: each sustainable rate lies in [sustained, first failing)."""
+    mine, docker = _row(run, platform), _row(run, "docker")
+    low = mine["sustainable_rate"] / docker["first_failing_rate"]
+    high = (fmt.times(mine["first_failing_rate"] / docker["sustainable_rate"])
+            if mine["first_failing_rate"] else "open")
+    return f"{fmt.times(mine['sustainable_rate'] / docker['sustainable_rate'])} ({fmt.times(low)}–{high})"
 
 
-def _table(platforms):
+def _table(runs, platforms):
+    first = runs[0]
     rows = []
-    for sizing in _sizings():
-        docker = _row("docker", sizing)
-        for platform in platforms:
-            row = _row(platform, sizing)
-            rows.append([ev.name(platform), sizing, fmt.number(row["container_mb"]),
-                         fmt.number(row["slots"]), _probes(row), _sustained(row),
-                         _rate(row["first_failing_rate"]),
-                         "1×" if platform == "docker" else _bounds(row, docker)])
-    header = ["platform", "pool sized by", "MB per container", "slots",
-              "probes in rate order: arrivals/s: p99 ms", "sustained", "first failing",
-              "sustained vs Docker's (bounds)"]
-    return fmt.table(header, rows, right=(2, 3))
+    for p in platforms:
+        rates = [_sustained(r, p) for r in runs]
+        rows.append([ev.name(p), fmt.number(_row(first, p)["container_mb"]),
+                     fmt.number(_row(first, p)["slots"]),
+                     *(f"{_rate(_sustained(r, p))} ({fmt.number(_row(r, p)['first_failing_rate'])})"
+                       for r in runs),
+                     fmt.mean_and_interval(rates, _rate),
+                     "1×" if p == "docker" else fmt.mean_and_interval(_ratios(runs, p), fmt.times)])
+    header = ["platform", "MB per container", "slots",
+              *(f"run {i}: sustained (first failing)" for i in range(1, len(runs) + 1)),
+              "sustained, mean [95 % interval across runs]",
+              "sustained vs Docker's, mean of the runs' ratios [interval]"]
+    return fmt.table(header, rows, right=tuple(range(1, len(runs) + 5)))
 
 
-def _ratio_span(platforms, sizing):
-    """The executors' sustained rates over Docker's; a lower bound when Docker sustained none."""
-    docker = _row("docker", sizing)
-    rates = [_row(p, sizing)["sustainable_rate"] for p in platforms]
-    if None in rates:
-        raise ValueError(f"an executor sustained no rate ({sizing}); the prose assumes each did")
-    if docker["sustainable_rate"] is None:
-        return "more than " + fmt.span([r / docker["first_failing_rate"] for r in rates], fmt.times)
-    return fmt.span([r / docker["sustainable_rate"] for r in rates], fmt.times)
+def _probe_table(runs, platforms):
+    rows = [[ev.name(p), str(i), _probes(_row(r, p)),
+             "1×" if p == "docker" else _bounds(r, p)]
+            for p in platforms for i, r in enumerate(runs, 1)]
+    return fmt.table(["platform", "run", "probes in rate order: arrivals/s: p99 ms",
+                      "sustained vs Docker's (bounds)"], rows)
 
 
 def figures():
-    record = _record()
-    sizes, machine = record["sizes"], record["machine"]
+    runs = records.repeated(RUNS)
+    record = records.json_of(runs[0])
+    sizes = record["sizes"]
     platforms = record["platforms"]
     executors = [p for p in platforms if p not in ev.BASELINES]
-    reservation = {p: _row(p, "reservation") for p in platforms}
-    if "reservation" not in _sizings():
-        raise ValueError(f"{RECORD}: the prose is about the reservation sizing, which it lacks")
-    if len({row["slots"] for row in reservation.values()}) != 1:
+    if {len({_row(r, p)["slots"] for p in platforms}) for r in runs} != {1}:
         raise ValueError("the prose says every platform gets the same slots when reserving")
+    means = {p: fmt.across(_ratios(runs, p))[0] for p in executors}
+    if min(means.values()) <= 1:
+        raise ValueError(f"the prose says the executors sustain more than Docker; means {means}")
     return {
-        "date": record["date_utc"][:10],
-        "commit": record["commit"],
-        "minutes": fmt.number(record["wall_seconds"] / 60, 2),
-        "load_start": fmt.load(machine["loadavg_start"]),
-        "load_end": fmt.load(machine["loadavg_end"]),
-        "others": fmt.pct(machine["cpu_others_percent"] / 100),
+        "runs": str(len(runs)),
+        "conditions": records.conditions_table([(str(i), r) for i, r in enumerate(runs, 1)]),
         "secs": f"{fmt.number(sizes['capacity_secs'])} s",
         "p99": f"{fmt.number(sizes['capacity_p99_ms'])} ms",
         "ladder": ", ".join(fmt.number(r) for r in sizes["capacity_rates"]),
         "precision": fmt.pct(sizes["capacity_precision"] - 1),
         "cap": f"{fmt.number(sizes['capacity_rate_cap'])}/s",
-        "slots": fmt.number(reservation["docker"]["slots"]),
-        "table": _table(platforms),
-        "reservation_ratio": _ratio_span(executors, "reservation"),
-        "sustained": ", ".join(f"{ev.name(p)} {_sustained(_row(p, 'reservation'))}"
-                               for p in platforms),
+        "slots": fmt.number(_row(runs[0], "docker")["slots"]),
+        "table": _table(runs, platforms),
+        "probe_table": _probe_table(runs, platforms),
+        "reservation_ratio": fmt.span(means.values(), fmt.times),
+        "ratios": ", ".join(f"{ev.name(p)} {fmt.mean_and_interval(_ratios(runs, p), fmt.times)}"
+                            for p in executors),
+        "sustained": ", ".join(
+            f"{ev.name(p)} {fmt.mean_and_interval([_sustained(r, p) for r in runs], _rate)}"
+            for p in platforms),
     }

@@ -3,30 +3,18 @@ times on one build, where the executor's share of it goes (a perf profile), and 
 profile led to (before and after, interleaved in one session)."""
 
 from report import fmt, records
+from report.sections import _evaluation_util as ev
 
 RUNS = "platform-cost/run-*"
 PROFILE = "platform-cost/profile-wasmtime/breakdown.json"
 CUT = "platform-cost/cut"
 DOCKER = "docker"
 EXECUTORS = ("wasmtime", "wasmer", "wamr")
-NAMES = {"wasmtime": "wasmtime", "wasmer": "wasmer", "wamr": "WAMR", "docker": "Docker",
-         "native": "native"}
 CONNECTIONS = {"new": "new connection", "kept-alive": "kept alive", None: "a process each"}
 # Within this, memory per warm container counts as unchanged (the footprint's run-to-run noise).
 UNCHANGED_KIB = 16
 # Issue 14's target: the executor's CPU per warm activation at most this share of Docker's.
 COST_TARGET = 0.1
-
-
-def _runs():
-    runs = records.runs(RUNS)
-    if len(runs) < 3:
-        raise ValueError(f"{RUNS}: {len(runs)} runs; the figures need at least three")
-    commits = {records.json_of(f"{r}/{part}/summary.json").get("commit")
-               for r in runs for part in ("cost", "io")}
-    if len(commits) != 1 or None in commits:
-        raise ValueError(f"{RUNS}: the runs are of different or unknown builds: {commits}")
-    return runs
 
 
 def _cost(run):
@@ -45,7 +33,7 @@ def _cost_table(runs, keys):
     for platform, connection in keys:
         cpu = _series(runs, lambda r: _cost(r)[(platform, connection)]["cpu_us"])
         inside = _series(runs, lambda r: _cost(r)[(platform, connection)]["executor_us"])
-        rows.append([NAMES[platform], CONNECTIONS[connection], *(fmt.us(v) for v in cpu),
+        rows.append([ev.name(platform), CONNECTIONS[connection], *(fmt.us(v) for v in cpu),
                      fmt.mean_and_interval(cpu, fmt.us),
                      "–" if None in inside else fmt.us(fmt.across(inside)[0])])
     header = ["platform", "connection", *(f"run {i}" for i in range(1, len(runs) + 1)),
@@ -64,7 +52,7 @@ def _ratio_figures(runs):
         as_called = _ratio(runs, p, "kept-alive", "new")
         same_new = _ratio(runs, p, "new", "new")
         same_kept = _ratio(runs, p, "kept-alive", "kept-alive")
-        rows.append([NAMES[p], *(fmt.mean_and_interval(v, lambda x: fmt.fixed(x, 3))
+        rows.append([ev.name(p), *(fmt.mean_and_interval(v, lambda x: fmt.fixed(x, 3))
                                  for v in (as_called, same_new, same_kept))])
         figures[f"as_called_{p}"] = fmt.fixed(fmt.across(as_called)[0], 2)
         figures[f"same_new_{p}"] = fmt.fixed(fmt.across(same_new)[0], 2)
@@ -86,7 +74,7 @@ def _ratio_figures(runs):
 
 def _verdict(highs):
     """Which builds meet the target even at the top of their interval."""
-    met = [NAMES[p] for p, high in highs.items() if high <= COST_TARGET]
+    met = [ev.name(p) for p, high in highs.items() if high <= COST_TARGET]
     if len(met) == len(highs):
         return "met by every build"
     if not met:
@@ -115,7 +103,7 @@ def _io_figures(runs):
                 row["platform_cpu_us"] for row in _io(r)[0]["io_cpu"]
                 if row["platform"] == p and row["level"] == level))
             ideal = _series(runs, lambda r: _io(r)[1][(p, level)]["rate"] / (level / IO_DELAY_S))
-            rows.append([NAMES[p], f"{level:,}", *(fmt.us(v) for v in cpu),
+            rows.append([ev.name(p), f"{level:,}", *(fmt.us(v) for v in cpu),
                          fmt.mean_and_interval(cpu, fmt.us), fmt.mean_and_interval(ideal, fmt.pct)])
             figures[f"io_cpu_{p}_{level}"] = fmt.us(fmt.across(cpu)[0])
             figures[f"io_ideal_{p}_{level}"] = fmt.pct(fmt.across(ideal)[0])
@@ -258,7 +246,7 @@ def _conditions(runs):
 
 
 def figures():
-    runs = _runs()
+    runs = records.repeated(RUNS, parts=("cost/summary.json", "io/summary.json"))
     first = _cost(runs[0])
     keys = [(p, c) for p in ("wasmtime", "wasmer", "wamr", DOCKER, "native")
             for c in ("new", "kept-alive", None) if (p, c) in first]

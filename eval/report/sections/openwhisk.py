@@ -1,53 +1,55 @@
-"""Figures of the run through real OpenWhisk (JMeter against the REST API, wasm vs Docker factory)."""
+"""Figures of the runs through real OpenWhisk (JMeter against the REST API, wasm vs Docker
+factory), repeated on one build: each figure the mean of the runs with its interval across them."""
 
 import re
 from datetime import datetime, timedelta
 
 from report import fmt, records
 
-RUN = "openwhisk"
+RUNS = "openwhisk/run-*/summary.json"
 SIDES = ("wasm", "docker")
 # run.sh's full-mode ramp of the mixed plan (ramp_interval); meta.json does not keep it.
 MIXED_RAMP = "5 s"
 
 
-def summary():
-    return records.json_of(f"{RUN}/summary.json")
+def runs():
+    """The runs' directories under eval/results/, checked: three or more, of one executor build
+    and one OpenWhisk commit."""
+    found = [r.rsplit("/", 1)[0] for r in records.runs(RUNS)]
+    if len(found) < 3:
+        raise ValueError(f"{RUNS}: {len(found)} runs; repeated figures need at least three")
+    builds = {(meta(r)["wasm_executor"].split("(")[-1].split(",")[0], meta(r)["openwhisk_commit"])
+              for r in found}
+    if len(builds) != 1:
+        raise ValueError(f"{RUNS}: the runs are of different builds: {builds}")
+    return found
 
 
-def level(name):
-    return summary()["levels"][name]
+def summary(run):
+    return records.json_of(f"{run}/summary.json")
 
 
-def invokes(side, name):
+def meta(run):
+    return summary(run)["meta"]
+
+
+def level(run, name):
+    return summary(run)["levels"][name]
+
+
+def invokes(run, side, name):
     """The raw JMeter rows of one level, the setUp group's action creations left out."""
-    return [row for row in records.csv_rows(f"{RUN}/{side}/{name}.csv")
+    return [row for row in records.csv_rows(f"{run}/{side}/{name}.csv")
             if not row["label"].startswith("create")]
 
 
+def mean(values):
+    return fmt.across(values)[0]
+
+
 def lower(wasm, docker):
-    """How much lower the wasm figure is, as a share of Docker's: '83 %'."""
-    return fmt.pct(1 - wasm / docker)
-
-
-def pair(stats, key, unit=fmt.ms):
-    """'89 / 181 ms': p50 / p95 of one distribution."""
-    p50, p95 = stats[key]["p50"], stats[key]["p95"]
-    return f"{fmt.number(p50)} / {unit(p95)}"
-
-
-def latency_row(label, name, key="response_ms", note=False):
-    wasm, docker = level(name)["wasm"], level(name)["docker"]
-    ratio = fmt.times(docker[key]["p50"] / wasm[key]["p50"])
-    if note:
-        ratio += f" ({lower(wasm[key]['p50'], docker[key]['p50'])} lower)"
-    return [label, pair(wasm, key), pair(docker, key), ratio]
-
-
-def p50_row(label, name, key):
-    wasm, docker = level(name)["wasm"], level(name)["docker"]
-    a, b = wasm[key]["p50"], docker[key]["p50"]
-    return [label, fmt.ms(a), fmt.ms(b), f"{fmt.times(b / a)} ({lower(a, b)} lower)"]
+    """How much lower the wasm figure is, as a share of Docker's."""
+    return 1 - wasm / docker
 
 
 def throughput(rows):
@@ -58,27 +60,27 @@ def throughput(rows):
     return len(ok) / ((end - start) / 1000)
 
 
-def mixed_rates():
-    """Whole-run and all-threads activations/s per side, recomputed from the raw rows and checked
-    against summary.json."""
+def mixed_rates(run):
+    """Whole-run and all-threads activations/s per side in one run, recomputed from the raw rows
+    and checked against summary.json."""
     rates = {}
     for side in SIDES:
-        rows = invokes(side, "mixed")
+        rows = invokes(run, side, "mixed")
         top = max(int(r["grpThreads"]) for r in rows)
         whole = throughput(rows)
         plateau = throughput([r for r in rows if int(r["grpThreads"]) >= top])
-        kept = level("mixed")[side]
+        kept = level(run, "mixed")[side]
         if round(whole, 2) != kept["throughput_rps"] or round(plateau, 2) != kept["plateau_rps"]:
-            raise ValueError(f"mixed on {side}: the raw rows give {whole:.2f} and {plateau:.2f} "
-                             f"activations/s, summary.json {kept['throughput_rps']} and "
-                             f"{kept['plateau_rps']}")
+            raise ValueError(f"{run}: mixed on {side}: the raw rows give {whole:.2f} and "
+                             f"{plateau:.2f} activations/s, summary.json {kept['throughput_rps']} "
+                             f"and {kept['plateau_rps']}")
         rates[side] = (whole, plateau, top)
     return rates
 
 
-def thesis_cells():
+def thesis_cells(run):
     """The thesis's column of summary.md's 'Next to the thesis' table (cited, not measured here)."""
-    text = records.path(f"{RUN}/summary.md").read_text()
+    text = records.path(f"{run}/summary.md").read_text()
     cells = {}
     for row in ("cold start vs Docker", "mixed workload throughput vs Docker"):
         match = re.search(rf"^\| {re.escape(row)} \| ([^|]+) \|", text, re.M)
@@ -86,112 +88,164 @@ def thesis_cells():
     return cells
 
 
-def conditions():
-    meta = summary()["meta"]
-    start = datetime.strptime(meta["date"], "%Y-%m-%dT%H:%M:%SZ")
-    end = start + timedelta(seconds=meta["seconds_total"])
-    pool = int(re.search(r"user-memory (\d+) m", meta["servers"]).group(1))
-    action = int(re.search(r"action memory (\d+) MB", meta["settings"]).group(1))
-    return {
-        "date": start.strftime("%Y-%m-%d"),
-        "start": start.strftime("%H:%M"),
-        "end": end.strftime("%H:%M"),
-        "ow_commit": meta["openwhisk_commit"][:8],
-        "pool_mb": f"{pool} MB",
-        "action_mb": f"{action} MB",
-        "slots": str(pool // action),
-        "load_before": fmt.load(meta["load_before"]),
-        "load_after": fmt.load(meta["load_after"]),
-        "cpus": str(meta["cpus"]),
-    }
+def conditions_table(found):
+    rows = []
+    for i, run in enumerate(found, 1):
+        m = meta(run)
+        start = datetime.strptime(m["date"], "%Y-%m-%dT%H:%M:%SZ")
+        end = start + timedelta(seconds=m["seconds_total"])
+        rows.append([str(i), f"{start:%Y-%m-%d %H:%M}–{end:%H:%M}", f"`{m['openwhisk_commit'][:8]}`",
+                     m["machine"], f"{fmt.load(m['load_before'])} → {fmt.load(m['load_after'])}"])
+    return fmt.table(["run", "UTC", "OpenWhisk", "machine", "load average, before → after"], rows)
 
 
-def no_failures():
+def pool(found):
+    """The pool and action memory, the same in every run."""
+    shapes = {(int(re.search(r"user-memory (\d+) m", meta(r)["servers"]).group(1)),
+               int(re.search(r"action memory (\d+) MB", meta(r)["settings"]).group(1)))
+              for r in found}
+    if len(shapes) != 1:
+        raise ValueError(f"the runs differ in pool or action memory: {shapes}")
+    return shapes.pop()
+
+
+def no_failures(found):
     """Guards 'no activation failed on either side'."""
-    for name, entry in summary()["levels"].items():
-        for side in SIDES:
-            if entry[side]["errors"] or entry[side]["create_errors"]:
-                raise ValueError(f"the prose says no activation failed, but {name} on {side} "
-                                 f"had {entry[side]['errors']} errors")
+    for run in found:
+        for name, entry in summary(run)["levels"].items():
+            for side in SIDES:
+                if entry[side]["errors"] or entry[side]["create_errors"]:
+                    raise ValueError(f"the prose says no activation failed, but {name} on {side} "
+                                     f"in {run} had {entry[side]['errors']} errors")
     return "no"
 
 
-def realistic_row(clients, actions):
-    wasm, docker = level("realistic")["wasm"], level("realistic")["docker"]
-    w, d = wasm["response_ms"], docker["response_ms"]
-    label = (f"realistic ({clients} clients, {actions} actions for {conditions()['slots']} "
-             "slots), p50 / p95, activations/s")
-    return [label, f"{pair(wasm, 'response_ms')}, {fmt.number(wasm['throughput_rps'])} /s",
-            f"{pair(docker, 'response_ms')}, {fmt.number(docker['throughput_rps'])} /s",
-            f"{fmt.times(d['p50'] / w['p50'])} / {fmt.times(d['p95'] / w['p95'])}, "
-            f"{fmt.times(wasm['throughput_rps'] / docker['throughput_rps'])}"]
+def pair(found, name, side, key):
+    """'89 / 181 ms': the runs' mean p50 / mean p95 of one distribution."""
+    stats = [level(r, name)[side][key] for r in found]
+    return f"{fmt.number(mean([s['p50'] for s in stats]))} / {fmt.ms(mean([s['p95'] for s in stats]))}"
 
 
-def realistic_shape():
+def p50_ratios(found, name, key="response_ms"):
+    """Docker's p50 over wasm's, run by run."""
+    return [level(r, name)["docker"][key]["p50"] / level(r, name)["wasm"][key]["p50"] for r in found]
+
+
+def lower_shares(found, name, key="response_ms"):
+    return [lower(level(r, name)["wasm"][key]["p50"], level(r, name)["docker"][key]["p50"])
+            for r in found]
+
+
+def latency_row(found, label, name, key="response_ms"):
+    return [label, pair(found, name, "wasm", key), pair(found, name, "docker", key),
+            fmt.mean_and_interval(p50_ratios(found, name, key), fmt.times)]
+
+
+def rate_row(found, label, index):
+    rates = [mixed_rates(r) for r in found]
+    wasm = [x["wasm"][index] for x in rates]
+    docker = [x["docker"][index] for x in rates]
+    return [label, fmt.number(mean(wasm)), fmt.number(mean(docker)),
+            fmt.mean_and_interval([w / d for w, d in zip(wasm, docker)], fmt.times)]
+
+
+def realistic_shape(found):
     """Clients, actions created and the share of requests to the hot actions, from the raw rows."""
-    clients = {max(int(r["grpThreads"]) for r in invokes(s, "realistic")) for s in SIDES}
-    actions = {level("realistic")[s]["creates"] for s in SIDES}
+    clients = {max(int(r["grpThreads"]) for r in invokes(run, s, "realistic"))
+               for run in found for s in SIDES}
+    actions = {level(run, "realistic")[s]["creates"] for run in found for s in SIDES}
     if len(clients) != 1 or len(actions) != 1:
-        raise ValueError(f"realistic: the two sides differ in clients {clients} or actions {actions}")
-    hot = [sum(r["label"].startswith("hot") for r in invokes(s, "realistic"))
-           / len(invokes(s, "realistic")) for s in SIDES]
+        raise ValueError(f"realistic: the sides or runs differ in clients {clients} or actions {actions}")
+    hot = [sum(r["label"].startswith("hot") for r in invokes(run, s, "realistic"))
+           / len(invokes(run, s, "realistic")) for run in found for s in SIDES]
     return clients.pop(), actions.pop(), hot
 
 
-def table(rates, mixed_threads):
+def table(found, mixed_threads, slots):
+    clients, actions, _ = realistic_shape(found)
+    warm = {level(r, "warm")["wasm"]["samples"] for r in found}
     rows = [
-        latency_row("cold start, 1 at a time (`echo`): whole blocking invoke, p50 / p95", "cold-1",
-                    note=True),
-        p50_row("… accepted → `/run` starts (`waitTime + initTime`), p50", "cold-1", "wait_init_ms"),
-        latency_row(f"warm (`echo`, {level('warm')['wasm']['samples']} in a row), p50 / p95",
-                    "warm"),
-        latency_row("16 cold starts at once, p50 / p95", "cold-16"),
-        latency_row("32 cold starts at once, p50 / p95", "cold-32", note=True),
-        [f"mixed (`hash`/`net`, a thread joins every {MIXED_RAMP} up to {mixed_threads}): "
-         "activations/s over the whole run",
-         fmt.number(rates["wasm"][0]), fmt.number(rates["docker"][0]),
-         f"**{fmt.times(rates['wasm'][0] / rates['docker'][0])}**"],
-        [f"… only the phase with all {mixed_threads} threads running",
-         fmt.number(rates["wasm"][1]), fmt.number(rates["docker"][1]),
-         fmt.times(rates["wasm"][1] / rates["docker"][1])],
+        latency_row(found, "cold start, 1 at a time (`echo`): whole blocking invoke, p50 / p95", "cold-1"),
+        latency_row(found, "… accepted → `/run` starts (`waitTime + initTime`), p50 / p95", "cold-1",
+                    "wait_init_ms"),
+        latency_row(found, f"warm (`echo`, {fmt.span(warm)} in a row), p50 / p95", "warm"),
+        latency_row(found, "16 cold starts at once, p50 / p95", "cold-16"),
+        latency_row(found, "32 cold starts at once, p50 / p95", "cold-32"),
+        rate_row(found, f"mixed (`hash`/`net`, a thread joins every {MIXED_RAMP} up to "
+                        f"{mixed_threads}): activations/s over the whole run", 0),
+        rate_row(found, f"… only the phase with all {mixed_threads} threads running", 1),
+        latency_row(found, f"realistic ({clients} clients, {actions} actions for {slots} slots), "
+                           "p50 / p95", "realistic"),
+        rate_row_of(found, "… its activations/s", "realistic"),
     ]
-    clients, actions, _ = realistic_shape()
-    rows.append(realistic_row(clients, actions))
-    return fmt.table(["level", "wasm", "Docker", "wasm faster by"], rows)
+    return fmt.table(["level", "wasm (mean of the runs)", "Docker (mean of the runs)",
+                      "wasm faster by: mean [95 % interval across runs]"], rows)
+
+
+def rate_row_of(found, label, name):
+    wasm = [level(r, name)["wasm"]["throughput_rps"] for r in found]
+    docker = [level(r, name)["docker"]["throughput_rps"] for r in found]
+    return [label, fmt.number(mean(wasm)), fmt.number(mean(docker)),
+            fmt.mean_and_interval([w / d for w, d in zip(wasm, docker)], fmt.times)]
+
+
+def per_run_table(found):
+    """The headline figures run by run."""
+    def row(label, values, unit):
+        return [label, *(unit(v) for v in values), fmt.mean_and_interval(values, unit)]
+
+    mixed = [mixed_rates(r) for r in found]
+    rows = [row("cold start 1 at a time: wasm's p50 lower than Docker's by",
+                lower_shares(found, "cold-1"), fmt.pct),
+            row("32 at once: wasm's p50 lower by", lower_shares(found, "cold-32"), fmt.pct),
+            row("mixed, whole run: wasm's activations/s over Docker's",
+                [m["wasm"][0] / m["docker"][0] for m in mixed], fmt.times)]
+    return fmt.table(["figure", *(f"run {i}" for i in range(1, len(found) + 1)),
+                      "mean [95 % interval across runs]"], rows,
+                     right=tuple(range(1, len(found) + 2)))
 
 
 def figures():
-    rates = mixed_rates()
-    threads = {rates[s][2] for s in SIDES}
+    found = runs()
+    rates = [mixed_rates(r) for r in found]
+    threads = {x[s][2] for x in rates for s in SIDES}
     if len(threads) != 1:
-        raise ValueError(f"mixed: the two sides reached different thread counts {threads}")
+        raise ValueError(f"mixed: the sides or runs reached different thread counts {threads}")
     mixed_threads = threads.pop()
-    cold = {n: level(n) for n in ("cold-1", "cold-16", "cold-32")}
-    wasm_init = [cold[n]["wasm"]["init_ms"]["p50"] for n in cold]
-    mixed = level("mixed")
-    _, _, hot = realistic_shape()
-    thesis = thesis_cells()
-    figures = dict(conditions())
-    figures.update({
-        "table": table(rates, mixed_threads),
-        "failures": no_failures(),
+    pool_mb, action_mb = pool(found)
+    wasm_init = [mean([level(r, n)["wasm"]["init_ms"]["p50"] for r in found])
+                 for n in ("cold-1", "cold-16", "cold-32")]
+    _, _, hot = realistic_shape(found)
+    thesis = thesis_cells(found[0])
+    cold = {s: sum(level(r, "mixed")[s]["cold"] for r in found) for s in SIDES}
+    samples = {s: sum(level(r, "mixed")[s]["samples"] for r in found) for s in SIDES}
+    whole = [x["wasm"][0] / x["docker"][0] for x in rates]
+    plateau = [x["wasm"][1] / x["docker"][1] for x in rates]
+    return {
+        "runs": str(len(found)),
+        "conditions": conditions_table(found),
+        "ow_commit": meta(found[0])["openwhisk_commit"][:8],
+        "cpus": str(meta(found[0])["cpus"]),
+        "pool_mb": f"{pool_mb} MB",
+        "action_mb": f"{action_mb} MB",
+        "slots": str(pool_mb // action_mb),
+        "table": table(found, mixed_threads, pool_mb // action_mb),
+        "per_run_table": per_run_table(found),
+        "failures": no_failures(found),
         "mixed_threads": str(mixed_threads),
-        "mixed_whole": fmt.times(rates["wasm"][0] / rates["docker"][0]),
-        "mixed_whole_wasm": fmt.number(rates["wasm"][0]),
-        "mixed_whole_docker": fmt.number(rates["docker"][0]),
-        "mixed_plateau": fmt.times(rates["wasm"][1] / rates["docker"][1]),
-        "mixed_plateau_docker": fmt.number(rates["docker"][1]),
-        "cold1_lower": lower(cold["cold-1"]["wasm"]["response_ms"]["p50"],
-                             cold["cold-1"]["docker"]["response_ms"]["p50"]),
-        "cold32_lower": lower(cold["cold-32"]["wasm"]["response_ms"]["p50"],
-                              cold["cold-32"]["docker"]["response_ms"]["p50"]),
+        "mixed_whole": fmt.mean_and_interval(whole, fmt.times),
+        "mixed_whole_wasm": fmt.number(mean([x["wasm"][0] for x in rates])),
+        "mixed_whole_docker": fmt.number(mean([x["docker"][0] for x in rates])),
+        "mixed_plateau": fmt.mean_and_interval(plateau, fmt.times),
+        "mixed_plateau_docker": fmt.number(mean([x["docker"][1] for x in rates])),
+        "cold1_lower": fmt.mean_and_interval(lower_shares(found, "cold-1"), fmt.pct),
+        "cold32_lower": fmt.mean_and_interval(lower_shares(found, "cold-32"), fmt.pct),
         "wasm_init_p50": fmt.span(wasm_init, fmt.ms),
-        "wasm_wait_crowd": fmt.span([cold[n]["wasm"]["wait_ms"]["p50"]
+        "wasm_wait_crowd": fmt.span([mean([level(r, n)["wasm"]["wait_ms"]["p50"] for r in found])
                                      for n in ("cold-16", "cold-32")], fmt.ms),
-        "mixed_cold_docker": f"{mixed['docker']['cold']:,} of {mixed['docker']['samples']:,}",
-        "mixed_cold_wasm": f"{mixed['wasm']['cold']:,} of {mixed['wasm']['samples']:,}",
+        "mixed_cold_docker": f"{cold['docker']:,} of {samples['docker']:,}",
+        "mixed_cold_wasm": f"{cold['wasm']:,} of {samples['wasm']:,}",
         "hot_share": fmt.span(hot, fmt.pct),
         "thesis_cold": thesis["cold start vs Docker"],
         "thesis_mixed": thesis["mixed workload throughput vs Docker"],
-    })
-    return figures
+    }

@@ -7,16 +7,6 @@ from report.sections import _evaluation_util as ev
 RUNS = "repeated/run-*/summary.json"
 
 
-def _runs():
-    runs = records.runs(RUNS)
-    if len(runs) < 3:
-        raise ValueError(f"{RUNS}: {len(runs)} runs; the headlines need at least three")
-    commits = {records.json_of(r).get("commit") for r in runs}
-    if len(commits) != 1 or None in commits:
-        raise ValueError(f"{RUNS}: the runs are of different or unknown builds: {commits}")
-    return runs
-
-
 def _platforms(run):
     return records.json_of(run)["platforms"]
 
@@ -84,7 +74,7 @@ def _spread(series):
 
 
 def figures():
-    runs = _runs()
+    runs = records.repeated(RUNS)
     first = runs[0]
     executors, platforms = _executors(first), _platforms(first)
     top = _top_level(first)
