@@ -201,25 +201,44 @@ def cost_figures():
 
 
 # ------------------------------------------------------------------------------ 11: /init of big
-def init_cell(cell):
-    """'7.82 / 8.97 / 3.72 (50)': client p50 / client p99 / executor mean, ms (count)."""
-    return (f"{fmt.number(cell['p50_ms'])} / {fmt.number(cell['p99_ms'])} / "
-            f"{fmt.number(cell['executor_mean_ms'])} ({cell['inits']})")
+INIT_RUNS = "init/run-*/summary.json"
+
+
+def init_cells(run):
+    return {(c["platform"], c["scenario"]): c for c in records.json_of(run)["init"]}
+
+
+def init_mean(runs, build, scenario, key):
+    return mean([init_cells(r)[(build, scenario)][key] for r in runs])
+
+
+def init_cell(runs, build, scenario):
+    """'7.82 / 8.97 / 3.72 [3.1–4.3] (50)': the runs' mean client p50 / mean client p99 / mean
+    inside the executor with its interval across the runs, ms (count per run)."""
+    inside = [init_cells(r)[(build, scenario)]["executor_mean_ms"] for r in runs]
+    return (f"{fmt.number(init_mean(runs, build, scenario, 'p50_ms'))} / "
+            f"{fmt.number(init_mean(runs, build, scenario, 'p99_ms'))} / "
+            f"{fmt.mean_and_interval(inside, fmt.number)} "
+            f"({init_cells(runs[0])[(build, scenario)]['inits']})")
 
 
 def init_figures():
-    init = {(c["platform"], c["scenario"]): c for c in platforms()["init"]}
-    builds = [p for p in executors() if (p, INIT_SCENARIOS[0]) in init]
-    rows = [[p] + [init_cell(init[(p, s)]) for s in INIT_SCENARIOS] for p in builds]
+    runs = records.repeated(INIT_RUNS)
+    first = records.json_of(runs[0])
+    builds = [p for p in first["platforms"] if (p, INIT_SCENARIOS[0]) in init_cells(runs[0])]
+    rows = [[ev.name(p)] + [init_cell(runs, p, s) for s in INIT_SCENARIOS] for p in builds]
     header = ["build"] + [s.replace("_", " ") for s in INIT_SCENARIOS]
-    shared = {p: init[(p, "precompiled_shared")]["executor_mean_ms"] for p in builds}
-    met = [p for p in builds if shared[p] <= SHARED_INIT_TARGET_MS]
+    shared = {p: init_mean(runs, p, "precompiled_shared", "executor_mean_ms") for p in builds}
+    met = [ev.name(p) for p in builds if shared[p] <= SHARED_INIT_TARGET_MS]
     return {
+        "init_runs": str(len(runs)),
+        "init_conditions": records.conditions_table(
+            [(str(i), run) for i, run in enumerate(runs, 1)]),
         "init_table": fmt.table(header, rows),
-        "init_count": str(platforms()["sizes"]["inits"]),
-        "init_compile_count": str(platforms()["sizes"]["compile_inits"]),
+        "init_count": str(first["sizes"]["inits"]),
+        "init_compile_count": str(first["sizes"]["compile_inits"]),
         "init_shared_mean": fmt.span(shared.values(), fmt.ms),
-        "init_new_mean": fmt.span([init[(p, "precompiled_new")]["executor_mean_ms"]
+        "init_new_mean": fmt.span([init_mean(runs, p, "precompiled_new", "executor_mean_ms")
                                    for p in builds], fmt.ms),
         "init_target": fmt.ms(SHARED_INIT_TARGET_MS),
         "init_target_met": " and ".join(met) if met else "none of the builds",
