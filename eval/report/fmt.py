@@ -34,6 +34,11 @@ def mib(x, digits=3):
     return f"{number(x, digits)} MiB"
 
 
+def rate(x):
+    """Per second: '8.4/s'; '–' for none."""
+    return "–" if x is None else f"{number(x)}/s"
+
+
 def times(x, digits=3):
     """A ratio: 272×, 22×, 5.83×, 1.05×."""
     return f"{number(x, digits if x < 10 else 2)}×"
@@ -85,6 +90,11 @@ def across(values):
     mean = sum(values) / n
     sd = (sum((v - mean) ** 2 for v in values) / (n - 1)) ** 0.5
     return mean, T95[n - 1] * sd / n ** 0.5
+
+
+def mean(values):
+    """The mean of repeated runs' figures."""
+    return across(values)[0]
 
 
 def mean_and_interval(values, unit):

@@ -36,15 +36,16 @@ def runs(relative_glob):
     return found
 
 
-def repeated(relative_glob, parts=("",)):
+def repeated(relative_glob, parts=("",), build=lambda record: record.get("commit")):
     """The runs matching a glob, checked to be repeats: at least three, every record of them
-    (each run's `parts`, paths under it) of one known build."""
+    (each run's `parts`, paths under it) of one known build (`build` of the record; by default
+    its commit)."""
     found = runs(relative_glob)
     if len(found) < 3:
         raise ValueError(f"{relative_glob}: {len(found)} runs; repeated figures need at least three")
-    commits = {json_of(f"{run}/{part}".rstrip("/")).get("commit") for run in found for part in parts}
-    if len(commits) != 1 or None in commits:
-        raise ValueError(f"{relative_glob}: the runs are of different or unknown builds: {commits}")
+    builds = {build(json_of(f"{run}/{part}".rstrip("/"))) for run in found for part in parts}
+    if len(builds) != 1 or None in builds:
+        raise ValueError(f"{relative_glob}: the runs are of different or unknown builds: {builds}")
     return found
 
 

@@ -107,10 +107,6 @@ def duration(ms):
     return f"{fmt.number(ms / 1000, 2)} s" if ms >= 1000 else fmt.ms(ms, 2)
 
 
-def rate(x):
-    return f"{fmt.number(x)}/s"
-
-
 def rate_span(values):
     def digits(x):
         return fmt.number(x, 2 if x < 10 else 3)

@@ -8,10 +8,6 @@ SECTION_5 = "evaluation/realistic/summary.json"
 DOCKER = "docker"
 
 
-def rate(value):
-    return f"{fmt.number(value)}/s"
-
-
 def listing(items):
     items = list(items)
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
@@ -71,7 +67,7 @@ def limits_figures():
         "lim_executor": executor,
         "lim_limits": listing([str(n) for n in limits]),
         "lim_secs": f"{fmt.number(run['sizes']['realistic_secs'])} s",
-        "lim_rate": rate(run["sizes"]["realistic_rate"]),
+        "lim_rate": fmt.rate(run["sizes"]["realistic_rate"]),
         "lim_load_start": fmt.load(run["machine"]["loadavg_start"]),
         "lim_load_end": fmt.load(run["machine"]["loadavg_end"]),
         "lim_load5": fmt.number(float(start[1])),

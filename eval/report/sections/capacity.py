@@ -15,10 +15,6 @@ def _row(run, platform):
     raise KeyError(f"{run}: no {SIZING} row for {platform}")
 
 
-def _rate(x):
-    return "–" if x is None else f"{fmt.number(x)}/s"
-
-
 def _probes(row):
     def probe(level):
         rate, p99, failed = level
@@ -55,9 +51,9 @@ def _table(runs, platforms):
         rates = [_sustained(r, p) for r in runs]
         rows.append([ev.name(p), fmt.number(_row(first, p)["container_mb"]),
                      fmt.number(_row(first, p)["slots"]),
-                     *(f"{_rate(_sustained(r, p))} ({fmt.number(_row(r, p)['first_failing_rate'])})"
+                     *(f"{fmt.rate(_sustained(r, p))} ({fmt.number(_row(r, p)['first_failing_rate'])})"
                        for r in runs),
-                     fmt.mean_and_interval(rates, _rate),
+                     fmt.mean_and_interval(rates, fmt.rate),
                      "1×" if p == "docker" else fmt.mean_and_interval(_ratios(runs, p), fmt.times)])
     header = ["platform", "MB per container", "slots",
               *(f"run {i}: sustained (first failing)" for i in range(1, len(runs) + 1)),
@@ -82,7 +78,7 @@ def figures():
     executors = [p for p in platforms if p not in ev.BASELINES]
     if {len({_row(r, p)["slots"] for p in platforms}) for r in runs} != {1}:
         raise ValueError("the prose says every platform gets the same slots when reserving")
-    means = {p: fmt.across(_ratios(runs, p))[0] for p in executors}
+    means = {p: fmt.mean(_ratios(runs, p)) for p in executors}
     if min(means.values()) <= 1:
         raise ValueError(f"the prose says the executors sustain more than Docker; means {means}")
     return {
@@ -100,6 +96,6 @@ def figures():
         "ratios": ", ".join(f"{ev.name(p)} {fmt.mean_and_interval(_ratios(runs, p), fmt.times)}"
                             for p in executors),
         "sustained": ", ".join(
-            f"{ev.name(p)} {fmt.mean_and_interval([_sustained(r, p) for r in runs], _rate)}"
+            f"{ev.name(p)} {fmt.mean_and_interval([_sustained(r, p) for r in runs], fmt.rate)}"
             for p in platforms),
     }

@@ -35,7 +35,7 @@ def _cost_table(runs, keys):
         inside = _series(runs, lambda r: _cost(r)[(platform, connection)]["executor_us"])
         rows.append([ev.name(platform), CONNECTIONS[connection], *(fmt.us(v) for v in cpu),
                      fmt.mean_and_interval(cpu, fmt.us),
-                     "–" if None in inside else fmt.us(fmt.across(inside)[0])])
+                     "–" if None in inside else fmt.us(fmt.mean(inside))])
     header = ["platform", "connection", *(f"run {i}" for i in range(1, len(runs) + 1)),
               "mean [95 % interval across runs]", "inside the executor (/run, mean)"]
     return fmt.table(header, rows, right=tuple(range(2, len(runs) + 4)))
@@ -54,8 +54,8 @@ def _ratio_figures(runs):
         same_kept = _ratio(runs, p, "kept-alive", "kept-alive")
         rows.append([ev.name(p), *(fmt.mean_and_interval(v, lambda x: fmt.fixed(x, 3))
                                  for v in (as_called, same_new, same_kept))])
-        figures[f"as_called_{p}"] = fmt.fixed(fmt.across(as_called)[0], 2)
-        figures[f"same_new_{p}"] = fmt.fixed(fmt.across(same_new)[0], 2)
+        figures[f"as_called_{p}"] = fmt.fixed(fmt.mean(as_called), 2)
+        figures[f"same_new_{p}"] = fmt.fixed(fmt.mean(same_new), 2)
     figures["ratio_table"] = fmt.table(
         ["executor build", "kept alive, of Docker's new connection (as OpenWhisk calls each)",
          "new connection, of Docker's new connection (the same client)",
@@ -105,8 +105,8 @@ def _io_figures(runs):
             ideal = _series(runs, lambda r: _io(r)[1][(p, level)]["rate"] / (level / IO_DELAY_S))
             rows.append([ev.name(p), f"{level:,}", *(fmt.us(v) for v in cpu),
                          fmt.mean_and_interval(cpu, fmt.us), fmt.mean_and_interval(ideal, fmt.pct)])
-            figures[f"io_cpu_{p}_{level}"] = fmt.us(fmt.across(cpu)[0])
-            figures[f"io_ideal_{p}_{level}"] = fmt.pct(fmt.across(ideal)[0])
+            figures[f"io_cpu_{p}_{level}"] = fmt.us(fmt.mean(cpu))
+            figures[f"io_ideal_{p}_{level}"] = fmt.pct(fmt.mean(ideal))
     header = ["platform", "clients", *(f"run {i}: CPU" for i in range(1, len(runs) + 1)),
               "CPU per I/O activation, mean [95 % interval]", "rate, of the ideal (mean)"]
     figures["io_table"] = fmt.table(header, rows, right=tuple(range(1, len(runs) + 4)))
@@ -123,7 +123,7 @@ DOMINANT = 0.25
 def _profile_figures(runs):
     profile = records.json_of(PROFILE)
     means = {
-        ("cost", "new"): fmt.across(_series(runs, lambda r: _cost(r)[("wasmtime", "new")]["cpu_us"]))[0],
+        ("cost", "new"): fmt.mean(_series(runs, lambda r: _cost(r)[("wasmtime", "new")]["cpu_us"])),
         ("cost", "kept-alive"): fmt.across(
             _series(runs, lambda r: _cost(r)[("wasmtime", "kept-alive")]["cpu_us"]))[0],
     }
@@ -189,7 +189,7 @@ def _cut_table(prefix, key):
         for what, label in (("cpu_us", "host CPU"), ("executor_us", "inside the executor")):
             before = [r[connection][what] for r in by_build["before"]]
             after = [r[connection][what] for r in by_build["after"]]
-            change = fmt.across(after)[0] / fmt.across(before)[0] - 1
+            change = fmt.mean(after) / fmt.mean(before) - 1
             if change >= 0:
                 raise ValueError(f"the prose says {prefix} cut the cost; {what} rose by {change}")
             rows.append([CONNECTIONS[connection], label, fmt.mean_and_interval(before, fmt.us),

@@ -39,15 +39,12 @@ def run_backends(run):
 def mean_backends(runs):
     """The runs' figures in one run's shape, each median and each memory figure the mean of the
     runs' (so the targets and the prose read the means)."""
-    def mean(values):
-        return fmt.across(values)[0]
-
     averaged = {}
     for name, figures in run_backends(runs[0]).items():
-        averaged[name] = {fig: {"median_ms": mean([median(run_backends(r)[name], fig) for r in runs])}
+        averaged[name] = {fig: {"median_ms": fmt.mean([median(run_backends(r)[name], fig) for r in runs])}
                           for fig in figures if fig != "memory"}
         averaged[name]["memory"] = {
-            kind: dict(m, kib_per_container=mean(
+            kind: dict(m, kib_per_container=fmt.mean(
                 [run_backends(r)[name]["memory"][kind]["kib_per_container"] for r in runs]))
             for kind, m in figures["memory"].items()}
     return averaged
@@ -68,7 +65,7 @@ def docker_ratios(runs, name, lang, figure):
 
 
 def mean_ratio(runs, name, lang, figure):
-    return fmt.across(docker_ratios(runs, name, lang, figure))[0]
+    return fmt.mean(docker_ratios(runs, name, lang, figure))
 
 
 def engines_table(runs):
@@ -84,7 +81,7 @@ def engines_table(runs):
         for kind, m in figures["memory"].items():
             values = [run_backends(r)[name]["memory"][kind]["kib_per_container"] for r in runs]
             rows.append([name, f"memory per warm {kind} container ({m['containers']})",
-                         *(f"{v:.0f} KiB" for v in values), f"{fmt.across(values)[0]:.0f} KiB"])
+                         *(f"{v:.0f} KiB" for v in values), f"{fmt.mean(values):.0f} KiB"])
     header = ["backend", "figure", *(f"run {i}: median" for i in range(1, len(runs) + 1)),
               "mean [95 % interval across runs]"]
     return fmt.table(header, rows, right=tuple(range(2, len(runs) + 3)))

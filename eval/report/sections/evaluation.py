@@ -2,7 +2,7 @@
 
 from report import fmt
 from report.sections import _evaluation_util as ev
-from report.sections._evaluation_util import cell, duration, ms2, rate, rate_span, ratio
+from report.sections._evaluation_util import cell, duration, ms2, rate_span, ratio
 
 SERVER_MS = 300  # the `net` action's server answers after this long (a configured delay)
 
@@ -89,13 +89,13 @@ def io():
         "top": top,
         "top_exec": rate_span([c["rate"] for c in exe]),
         "top_exec_p99": fmt.span([c["p99_ms"] for c in exe], ms2),
-        "top_docker": rate(docker["rate"]),
-        "top_docker_ci": rate(docker["rate_ci95"]),
+        "top_docker": fmt.rate(docker["rate"]),
+        "top_docker_ci": fmt.rate(docker["rate_ci95"]),
         "top_docker_p50": duration(docker["p50_ms"]),
         "top_docker_p99": duration(docker["p99_ms"]),
         "top_ratio": fmt.span([c["rate"] / docker["rate"] for c in exe], ratio),
-        "top_native": rate(native["rate"]),
-        "top_native_ci": rate(native["rate_ci95"]),
+        "top_native": fmt.rate(native["rate"]),
+        "top_native_ci": fmt.rate(native["rate_ci95"]),
         "top_native_p99": duration(native["p99_ms"]),
     }
 
@@ -166,7 +166,7 @@ def realistic():
     return {
         "table": ev.realistic_table(),
         "requests": requests.pop(),
-        "rate": rate(s["realistic_rate"]),
+        "rate": fmt.rate(s["realistic_rate"]),
         "secs": f"{fmt.number(s['realistic_secs'])} s",
         "idle": f"{fmt.number(s['realistic_idle_secs'])} s",
         "limits": ", ".join(map(str, limits[:-1])) + f" and {limits[-1]}",
@@ -287,7 +287,7 @@ def jmeter():
         "cold_threads": cold["wasmtime"]["threads"],
         "cold_rounds": fmt.number(cold["wasmtime"]["samples"] / cold["wasmtime"]["threads"]),
         "threads": fmt.span([j[k]["threads"] for k in j if k[1] != "cold-start"]),
-        **{f"{p}_{plan}_{k}": (rate(j[p, plan][k]) if k == "rate" else fmt.ms(j[p, plan][k]))
+        **{f"{p}_{plan}_{k}": (fmt.rate(j[p, plan][k]) if k == "rate" else fmt.ms(j[p, plan][k]))
            for p in ev.JMETER_PLATFORMS for plan in ("mixed", "realistic")
            for k in ("rate", "median", "p95")},
     }

@@ -15,14 +15,11 @@ MIXED_RAMP = "5 s"
 def runs():
     """The runs' directories under eval/results/, checked: three or more, of one executor build
     and one OpenWhisk commit."""
-    found = [r.rsplit("/", 1)[0] for r in records.runs(RUNS)]
-    if len(found) < 3:
-        raise ValueError(f"{RUNS}: {len(found)} runs; repeated figures need at least three")
-    builds = {(meta(r)["wasm_executor"].split("(")[-1].split(",")[0], meta(r)["openwhisk_commit"])
-              for r in found}
-    if len(builds) != 1:
-        raise ValueError(f"{RUNS}: the runs are of different builds: {builds}")
-    return found
+    def build(record):
+        meta = record["meta"]
+        return meta["wasm_executor"].split("(")[-1].split(",")[0], meta["openwhisk_commit"]
+
+    return [r.rsplit("/", 1)[0] for r in records.repeated(RUNS, build=build)]
 
 
 def summary(run):
@@ -41,10 +38,6 @@ def invokes(run, side, name):
     """The raw JMeter rows of one level, the setUp group's action creations left out."""
     return [row for row in records.csv_rows(f"{run}/{side}/{name}.csv")
             if not row["label"].startswith("create")]
-
-
-def mean(values):
-    return fmt.across(values)[0]
 
 
 def lower(wasm, docker):
@@ -123,7 +116,7 @@ def no_failures(found):
 def pair(found, name, side, key):
     """'89 / 181 ms': the runs' mean p50 / mean p95 of one distribution."""
     stats = [level(r, name)[side][key] for r in found]
-    return f"{fmt.number(mean([s['p50'] for s in stats]))} / {fmt.ms(mean([s['p95'] for s in stats]))}"
+    return f"{fmt.number(fmt.mean([s['p50'] for s in stats]))} / {fmt.ms(fmt.mean([s['p95'] for s in stats]))}"
 
 
 def p50_ratios(found, name, key="response_ms"):
@@ -141,12 +134,20 @@ def latency_row(found, label, name, key="response_ms"):
             fmt.mean_and_interval(p50_ratios(found, name, key), fmt.times)]
 
 
-def rate_row(found, label, index):
-    rates = [mixed_rates(r) for r in found]
-    wasm = [x["wasm"][index] for x in rates]
-    docker = [x["docker"][index] for x in rates]
-    return [label, fmt.number(mean(wasm)), fmt.number(mean(docker)),
+def ratio_row(label, wasm, docker):
+    """Both sides' mean activations/s and wasm's over Docker's, run by run, as mean [interval]."""
+    return [label, fmt.number(fmt.mean(wasm)), fmt.number(fmt.mean(docker)),
             fmt.mean_and_interval([w / d for w, d in zip(wasm, docker)], fmt.times)]
+
+
+def mixed_row(found, label, index):
+    rates = [mixed_rates(r) for r in found]
+    return ratio_row(label, [x["wasm"][index] for x in rates], [x["docker"][index] for x in rates])
+
+
+def throughput_row(found, label, name):
+    return ratio_row(label, *([level(r, name)[side]["throughput_rps"] for r in found]
+                              for side in SIDES))
 
 
 def realistic_shape(found):
@@ -171,22 +172,15 @@ def table(found, mixed_threads, slots):
         latency_row(found, f"warm (`echo`, {fmt.span(warm)} in a row), p50 / p95", "warm"),
         latency_row(found, "16 cold starts at once, p50 / p95", "cold-16"),
         latency_row(found, "32 cold starts at once, p50 / p95", "cold-32"),
-        rate_row(found, f"mixed (`hash`/`net`, a thread joins every {MIXED_RAMP} up to "
+        mixed_row(found, f"mixed (`hash`/`net`, a thread joins every {MIXED_RAMP} up to "
                         f"{mixed_threads}): activations/s over the whole run", 0),
-        rate_row(found, f"… only the phase with all {mixed_threads} threads running", 1),
+        mixed_row(found, f"… only the phase with all {mixed_threads} threads running", 1),
         latency_row(found, f"realistic ({clients} clients, {actions} actions for {slots} slots), "
                            "p50 / p95", "realistic"),
-        rate_row_of(found, "… its activations/s", "realistic"),
+        throughput_row(found, "… its activations/s", "realistic"),
     ]
     return fmt.table(["level", "wasm (mean of the runs)", "Docker (mean of the runs)",
                       "wasm faster by: mean [95 % interval across runs]"], rows)
-
-
-def rate_row_of(found, label, name):
-    wasm = [level(r, name)["wasm"]["throughput_rps"] for r in found]
-    docker = [level(r, name)["docker"]["throughput_rps"] for r in found]
-    return [label, fmt.number(mean(wasm)), fmt.number(mean(docker)),
-            fmt.mean_and_interval([w / d for w, d in zip(wasm, docker)], fmt.times)]
 
 
 def per_run_table(found):
@@ -213,7 +207,7 @@ def figures():
         raise ValueError(f"mixed: the sides or runs reached different thread counts {threads}")
     mixed_threads = threads.pop()
     pool_mb, action_mb = pool(found)
-    wasm_init = [mean([level(r, n)["wasm"]["init_ms"]["p50"] for r in found])
+    wasm_init = [fmt.mean([level(r, n)["wasm"]["init_ms"]["p50"] for r in found])
                  for n in ("cold-1", "cold-16", "cold-32")]
     _, _, hot = realistic_shape(found)
     thesis = thesis_cells(found[0])
@@ -234,14 +228,14 @@ def figures():
         "failures": no_failures(found),
         "mixed_threads": str(mixed_threads),
         "mixed_whole": fmt.mean_and_interval(whole, fmt.times),
-        "mixed_whole_wasm": fmt.number(mean([x["wasm"][0] for x in rates])),
-        "mixed_whole_docker": fmt.number(mean([x["docker"][0] for x in rates])),
+        "mixed_whole_wasm": fmt.number(fmt.mean([x["wasm"][0] for x in rates])),
+        "mixed_whole_docker": fmt.number(fmt.mean([x["docker"][0] for x in rates])),
         "mixed_plateau": fmt.mean_and_interval(plateau, fmt.times),
-        "mixed_plateau_docker": fmt.number(mean([x["docker"][1] for x in rates])),
+        "mixed_plateau_docker": fmt.number(fmt.mean([x["docker"][1] for x in rates])),
         "cold1_lower": fmt.mean_and_interval(lower_shares(found, "cold-1"), fmt.pct),
         "cold32_lower": fmt.mean_and_interval(lower_shares(found, "cold-32"), fmt.pct),
         "wasm_init_p50": fmt.span(wasm_init, fmt.ms),
-        "wasm_wait_crowd": fmt.span([mean([level(r, n)["wasm"]["wait_ms"]["p50"] for r in found])
+        "wasm_wait_crowd": fmt.span([fmt.mean([level(r, n)["wasm"]["wait_ms"]["p50"] for r in found])
                                      for n in ("cold-16", "cold-32")], fmt.ms),
         "mixed_cold_docker": f"{cold['docker']:,} of {samples['docker']:,}",
         "mixed_cold_wasm": f"{cold['wasm']:,} of {samples['wasm']:,}",

@@ -65,7 +65,7 @@ def _conditions(runs):
 
 
 def _means(series):
-    return {p: fmt.across(values)[0] for p, values in series.items()}
+    return {p: fmt.mean(values) for p, values in series.items()}
 
 
 def _spread(series):

@@ -64,14 +64,6 @@ def peak(run, platform):
                key=lambda c: c["rate"])
 
 
-def rate(x):
-    return f"{fmt.number(x)}/s"
-
-
-def mean(values):
-    return fmt.across(values)[0]
-
-
 def cold_table(runs):
     """Per level: each platform's cold starts/s as mean [95 % interval across runs] and the
     mean p50 in brackets; each executor's rate over Docker's, mean of the runs' ratios."""
@@ -85,7 +77,7 @@ def cold_table(runs):
             rates = [cold_cells(r)[(p, level)]["rate"] for r in runs]
             p50 = mean_cell(runs, p, level, "p50_ms")
             row.append(f"{fmt.mean_and_interval(rates, fmt.number)} ({fmt.fixed(p50, 1)})")
-        row += [fmt.times(mean([cold_cells(r)[(p, level)]["rate"] / cold_cells(r)[(DOCKER, level)]["rate"]
+        row += [fmt.times(fmt.mean([cold_cells(r)[(p, level)]["rate"] / cold_cells(r)[(DOCKER, level)]["rate"]
                                 for r in runs])) for p in executors]
         rows.append(row)
     header = ["clients"] + [ev.name(p) for p in order] + [f"{ev.name(p)} / Docker" for p in executors]
@@ -114,7 +106,7 @@ def peak_ratios(runs, platform):
 
 
 def mean_cell(runs, platform, level, key):
-    return mean([cold_cells(r)[(platform, level)][key] for r in runs])
+    return fmt.mean([cold_cells(r)[(platform, level)][key] for r in runs])
 
 
 def docker_queueing(runs):
@@ -134,10 +126,10 @@ def cold_figures():
     runs = cold_runs()
     first = records.json_of(runs[0])
     executors = cold_order(runs[0])[:-1]
-    peaks = {p: mean([peak(r, p)["rate"] for r in runs]) for p in executors + [DOCKER]}
+    peaks = {p: fmt.mean([peak(r, p)["rate"] for r in runs]) for p in executors + [DOCKER]}
     ratios = {p: peak_ratios(runs, p) for p in executors}
-    lows = {p: fmt.across(v)[0] - fmt.across(v)[1] for p, v in ratios.items()}
-    if min(mean(v) for v in ratios.values()) < COLD_RATE_TARGET:
+    lows = {p: fmt.mean(v) - fmt.across(v)[1] for p, v in ratios.items()}
+    if min(fmt.mean(v) for v in ratios.values()) < COLD_RATE_TARGET:
         raise ValueError(f"the prose says the target ≥ {COLD_RATE_TARGET}× is met on the mean; "
                          f"the means are {ratios}")
     levels = cold_levels(runs[0])
@@ -158,10 +150,10 @@ def cold_figures():
         "window_s": f"{fmt.number(sizes['level_secs'])} s",
         "cold_warmup_s": f"{fmt.number(sizes['cold_rate_warmup_secs'])} s",
         "cold_peaks": f"{fmt.span([peaks[p] for p in executors])}/s",
-        "cold_docker_peak": rate(peaks[DOCKER]),
+        "cold_docker_peak": fmt.rate(peaks[DOCKER]),
         "cold_ratios": ", ".join(f"{ev.name(p)} {fmt.mean_and_interval(v, fmt.times)}"
                                  for p, v in ratios.items()),
-        "cold_ratio_means": fmt.span([mean(v) for v in ratios.values()], fmt.times),
+        "cold_ratio_means": fmt.span([fmt.mean(v) for v in ratios.values()], fmt.times),
         "cold_target": f"{COLD_RATE_TARGET}×",
         "cold_target_interval": (
             "every build's interval lies above it" if not below else
@@ -169,7 +161,7 @@ def cold_figures():
         "cold_docker_peak_clients": str(docker_queueing(runs)),
         "cold_top_clients": str(top_level),
         "cold_docker_top_p50": f"{fmt.number(mean_cell(runs, DOCKER, top_level, 'p50_ms') / 1000)} s",
-        "cold_wasmtime_one": rate(mean_cell(runs, "wasmtime", 1, "rate")),
+        "cold_wasmtime_one": fmt.rate(mean_cell(runs, "wasmtime", 1, "rate")),
     }
 
 
@@ -209,7 +201,7 @@ def init_cells(run):
 
 
 def init_mean(runs, build, scenario, key):
-    return mean([init_cells(r)[(build, scenario)][key] for r in runs])
+    return fmt.mean([init_cells(r)[(build, scenario)][key] for r in runs])
 
 
 def init_cell(runs, build, scenario):
