@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use wasmparser::{ExternalKind, Parser, Payload};
 
-use crate::backend::snapshot::Snapshot;
+use crate::backend::InstanceState;
 
 /// The export that starts an engine without loading an action.
 pub const START_EXPORT: &str = "start-engine";
@@ -31,7 +31,7 @@ pub fn exports_start(wasm: &[u8]) -> bool {
 /// An engine's started states by namespace, the most recently used last.
 #[derive(Default)]
 pub struct StartedEngines {
-    kept: Mutex<Vec<(String, Arc<Snapshot>)>>,
+    kept: Mutex<Vec<(String, Arc<InstanceState>)>>,
 }
 
 impl StartedEngines {
@@ -40,8 +40,8 @@ impl StartedEngines {
     pub fn get_or_start(
         &self,
         namespace: &str,
-        start: impl FnOnce() -> anyhow::Result<Snapshot>,
-    ) -> anyhow::Result<Arc<Snapshot>> {
+        start: impl FnOnce() -> anyhow::Result<InstanceState>,
+    ) -> anyhow::Result<Arc<InstanceState>> {
         if let Some(started) = self.touch(namespace) {
             return Ok(started);
         }
@@ -56,7 +56,7 @@ impl StartedEngines {
     }
 
     /// The kept start of `namespace`, moved to the most recently used end.
-    fn touch(&self, namespace: &str) -> Option<Arc<Snapshot>> {
+    fn touch(&self, namespace: &str) -> Option<Arc<InstanceState>> {
         let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
         let at = kept.iter().position(|(name, _)| name == namespace)?;
         let entry = kept.remove(at);
@@ -70,11 +70,10 @@ impl StartedEngines {
 mod tests {
     use super::*;
 
-    fn snapshot(pages: u64) -> Snapshot {
-        Snapshot {
-            globals: Vec::new(),
+    fn snapshot(pages: u64) -> InstanceState {
+        InstanceState {
             memory_pages: pages,
-            writes: Vec::new(),
+            ..InstanceState::default()
         }
     }
 

@@ -3,13 +3,15 @@
 //! kinds they are, each engine loaded once per executor, and each action's pre-initialisation
 //! into a snapshot.
 //!
-//! The engine's mutable globals are exported once (`export_globals.rs`) and it is compiled
-//! like any module. An action's /init evaluates its code in a fresh engine instance (the export
-//! `wizer-initialize`, the init document on stdin) and keeps what that instance changed, as a
-//! [`Snapshot`]; its containers share the engine's compiled code and that snapshot, and every
-//! activation starts from it. Snapshots are kept on disk by engine and init document, so an
-//! action's top level runs once per machine, not once per executor process; an action
-//! pre-initialised ahead of time arrives as its state file and is checked against the engine.
+//! The engine's mutable globals are exported once and its data lifted out into a memory image
+//! (`engine_module.rs`), then it is compiled like any module. An action's /init evaluates its
+//! code in a fresh engine instance (the export `wizer-initialize`, the init document on stdin)
+//! and keeps what that instance changed, as a [`Snapshot`], and as the action's memory image,
+//! the engine's with the changed pages over it; its containers share the engine's compiled code
+//! and that image, and every activation starts from it. Snapshots are kept on disk by engine
+//! and init document, so an action's top level runs once per machine, not once per executor
+//! process; an action pre-initialised ahead of time arrives as its state file and is checked
+//! against the engine.
 
 use std::{
     collections::BTreeMap,
@@ -26,14 +28,15 @@ use wasm_executor_decode::{
 
 use crate::{
     backend::{
-        Activation, Backend, GuestExit, ModuleSpec, PrepareInput,
+        Activation, Backend, GuestExit, InstanceState, ModuleSpec, PrepareInput,
         disk_cache::DiskCache,
+        memory_image::MemoryImage,
         snapshot::{InstanceImage, PAGE_BYTES, Snapshot},
     },
     capability::Grants,
+    engine_module,
     engine_start::{START_EXPORT, StartedEngines, exports_start},
     error::ServiceError,
-    export_globals::export_mutable_globals,
     logs::{CapturedLine, OutputCapture, Stream},
     pool::CpuSlot,
 };
@@ -119,12 +122,15 @@ pub fn init_document(
 }
 
 /// A language's engine in this executor: loaded (compiled, or taken from the cache) once,
-/// with the image of a fresh instance that snapshots are taken against.
+/// with the state its instances start from (its data as a memory image) and the image of a
+/// fresh instance that snapshots are taken against.
 pub struct Engine<C> {
     pub language: Language,
     pub code: Arc<C>,
     /// SHA-256 of the engine's file: state files name the engine they were taken on by it.
     pub sha256: String,
+    /// What every instance of the engine starts with, unless an action's state replaces it.
+    base: Arc<InstanceState>,
     fresh: InstanceImage,
     /// The most memory an instance may have in this executor.
     max_memory_bytes: u64,
@@ -174,13 +180,13 @@ impl<C> Engines<C> {
 }
 
 /// How an engine's instance is linked: no grants (pre-initialisation reads nothing but its
-/// stdin), the memory limit given.
-fn bare_spec(memory_limit_bytes: u64) -> ModuleSpec {
+/// stdin), the memory limit given, starting from `state`.
+fn bare_spec(memory_limit_bytes: u64, state: Option<Arc<InstanceState>>) -> ModuleSpec {
     ModuleSpec {
         entry: None,
         grants: Grants::default(),
         memory_limit_bytes,
-        snapshot: None,
+        state,
     }
 }
 
@@ -260,18 +266,27 @@ impl<C: Send + Sync + 'static> Engines<C> {
     }
 }
 
-/// `wasm` loaded (compiled, or taken from the cache) and linked without grants.
+/// `wasm` loaded (compiled, or taken from the cache) as a portable module or, with `state`,
+/// as an engine whose instances start from it, and linked without grants.
 fn load_linked<B: Backend>(
     backend: &B,
     wasm: &[u8],
     max_memory_bytes: u64,
+    state: Option<Arc<InstanceState>>,
 ) -> anyhow::Result<(Arc<B::Code>, B::Module)> {
     let sha256 = wasm_artifact::sha256_hex(wasm);
-    let code = Arc::new(backend.load(PrepareInput::Portable {
-        wasm,
-        sha256: &sha256,
-    })?);
-    let module = backend.link(&code, &bare_spec(max_memory_bytes))?;
+    let input = match state {
+        Some(_) => PrepareInput::Engine {
+            wasm,
+            sha256: &sha256,
+        },
+        None => PrepareInput::Portable {
+            wasm,
+            sha256: &sha256,
+        },
+    };
+    let code = Arc::new(backend.load(input)?);
+    let module = backend.link(&code, &bare_spec(max_memory_bytes, state))?;
     Ok((code, module))
 }
 
@@ -289,8 +304,24 @@ impl<C> Engine<C> {
         let started = Instant::now();
         let file = std::fs::read(path)?;
         let sha256 = wasm_artifact::sha256_hex(&file);
-        let wasm = export_mutable_globals(&file)?;
-        let (code, module) = load_linked(backend, &wasm, max_memory_bytes)?;
+        let prepared = engine_module::prepare(&file)?;
+        let base = Arc::new(InstanceState {
+            // The module's own initial values and memory size.
+            globals: Vec::new(),
+            memory_pages: 0,
+            image: MemoryImage::default().with_writes(
+                prepared
+                    .data
+                    .iter()
+                    .map(|(offset, bytes)| (*offset, bytes.as_slice())),
+            )?,
+        });
+        let (code, module) = load_linked(
+            backend,
+            &prepared.wasm,
+            max_memory_bytes,
+            Some(Arc::clone(&base)),
+        )?;
         let fresh = backend
             // Instantiation only: no guest code runs, so no CPU slot of the pool is taken.
             .capture(
@@ -312,6 +343,7 @@ impl<C> Engine<C> {
             engine = %path.display(),
             %sha256,
             memory_bytes = fresh.memory.len(),
+            image_bytes = base.image.own_bytes(&MemoryImage::default()),
             took_ms = started.elapsed().as_millis() as u64,
             "engine loaded"
         );
@@ -320,6 +352,7 @@ impl<C> Engine<C> {
             language,
             code,
             sha256,
+            base,
             fresh,
             max_memory_bytes,
             states,
@@ -361,6 +394,7 @@ impl<C> Engine<C> {
             )));
         }
         Ok(PreInitialized {
+            state: Arc::new(self.state_of(&file.snapshot)?),
             output: file
                 .output
                 .into_iter()
@@ -374,6 +408,19 @@ impl<C> Engine<C> {
                 })
                 .collect(),
             snapshot: Arc::new(file.snapshot),
+        })
+    }
+
+    /// The state instances of an action start from: `snapshot` over this engine's image.
+    fn state_of(&self, snapshot: &Snapshot) -> Result<InstanceState, ServiceError> {
+        let writes = snapshot.writes.iter().map(|(at, bytes)| (*at, &bytes[..]));
+        let image = self.base.image.with_writes(writes).map_err(|e| {
+            ServiceError::Internal(format!("the action's memory image cannot be made: {e}"))
+        })?;
+        Ok(InstanceState {
+            globals: snapshot.globals.clone(),
+            memory_pages: snapshot.memory_pages,
+            image,
         })
     }
 }
@@ -444,6 +491,7 @@ pub fn pre_initialize_or_reuse<B: Backend>(
     let main = action.main.to_owned();
     let kept = PreInitialized {
         snapshot: Arc::clone(&state.snapshot),
+        state: Arc::clone(&state.state),
         output: state.output.clone(),
     };
     let states = Arc::clone(states);
@@ -476,24 +524,31 @@ pub fn pre_initialize<B: Backend>(
     let deadline = started + limit;
     let (start, cpu) = started_engine(backend, engine, action.namespace, deadline, cpu);
     let start = start.filter(|s| s.memory_pages * PAGE_BYTES as u64 <= memory_limit_bytes);
-    let spec = ModuleSpec {
-        snapshot: start,
-        ..bare_spec(memory_limit_bytes)
-    };
+    let from_started_engine = start.is_some();
+    let spec = bare_spec(
+        memory_limit_bytes,
+        Some(start.unwrap_or_else(|| Arc::clone(&engine.base))),
+    );
     let module = backend
         .link(&engine.code, &spec)
         .map_err(|e| ServiceError::Internal(e.to_string()))?;
     let (image, output) = initialize(backend, &module, action.document, deadline, cpu)?;
     let snapshot = Arc::new(Snapshot::between(&engine.fresh, &image));
+    let state = Arc::new(engine.state_of(&snapshot)?);
     tracing::info!(
         memory_pages = snapshot.memory_pages,
         written_bytes = snapshot.written_bytes(),
+        image_runs = state.image.runs(),
         globals = snapshot.globals.len(),
-        from_started_engine = spec.snapshot.is_some(),
+        from_started_engine,
         took_us = started.elapsed().as_micros() as u64,
         "action pre-initialised"
     );
-    Ok(PreInitialized { snapshot, output })
+    Ok(PreInitialized {
+        snapshot,
+        state,
+        output,
+    })
 }
 
 /// `namespace`'s started engine, started now (on the job's CPU slot) unless kept, with the
@@ -505,7 +560,7 @@ fn started_engine<B: Backend>(
     namespace: &str,
     deadline: Instant,
     cpu: CpuSlot,
-) -> (Option<Arc<Snapshot>>, CpuSlot) {
+) -> (Option<Arc<InstanceState>>, CpuSlot) {
     let Some(starts) = &engine.starts else {
         return (None, cpu);
     };
@@ -513,7 +568,10 @@ fn started_engine<B: Backend>(
     let mut slot = Some(cpu);
     let start = starts.get_or_start(namespace, || {
         let started = Instant::now();
-        let module = backend.link(&engine.code, &bare_spec(engine.max_memory_bytes))?;
+        let module = backend.link(
+            &engine.code,
+            &bare_spec(engine.max_memory_bytes, Some(Arc::clone(&engine.base))),
+        )?;
         let cpu = slot.take().unwrap_or_else(|| pool.take_until(deadline));
         let image = backend
             .capture(
@@ -531,7 +589,7 @@ fn started_engine<B: Backend>(
             took_us = started.elapsed().as_micros() as u64,
             "engine started for the namespace"
         );
-        Ok(start)
+        Ok(engine.state_of(&start)?)
     });
     let cpu = slot.unwrap_or_else(|| pool.take_until(deadline));
     match start {
@@ -547,11 +605,13 @@ fn started_engine<B: Backend>(
     }
 }
 
-/// An action's engine state after its code was loaded, and what the code printed meanwhile
-/// (its top-level `console.log`s and `print`s), which every container of the action shows in
-/// the logs of its first activation, as OpenWhisk's runtimes do.
+/// An action's engine state after its code was loaded, as what changed (its state file's
+/// contents) and as what instances start from, and what the code printed meanwhile (its
+/// top-level `console.log`s and `print`s), which every container of the action shows in the
+/// logs of its first activation, as OpenWhisk's runtimes do.
 pub struct PreInitialized {
     pub snapshot: Arc<Snapshot>,
+    pub state: Arc<InstanceState>,
     pub output: Vec<CapturedLine>,
 }
 
@@ -602,7 +662,7 @@ pub fn initialized_image<B: Backend>(
     max_memory_bytes: u64,
     limit: Duration,
 ) -> anyhow::Result<InstanceImage> {
-    let (_, module) = load_linked(backend, wasm, max_memory_bytes)?;
+    let (_, module) = load_linked(backend, wasm, max_memory_bytes, None)?;
     let (image, _) = initialize(
         backend,
         &module,

@@ -18,9 +18,9 @@ use wasm_executor_decode::{
 };
 
 use crate::{
-    backend::snapshot::{PAGE_BYTES, Snapshot},
     backend::{
-        Activation, Backend, BackendSettings, GuestExit, ModuleSpec, PrepareError, PrepareInput,
+        Activation, Backend, BackendSettings, GuestExit, InstanceState, ModuleSpec, PrepareError,
+        PrepareInput, snapshot::PAGE_BYTES,
     },
     capability::{
         Capabilities,
@@ -55,11 +55,11 @@ struct ContainerLimits {
     log_bytes: usize,
 }
 
-/// What an upload loads to: a module's code, or an engine's code with the action's snapshot
-/// and what its code printed while it was taken.
+/// What an upload loads to: a module's code, or an engine's code with the state the action's
+/// instances start from and what its code printed while it was taken.
 pub struct LoadedCode<C> {
     code: Arc<C>,
-    snapshot: Option<Arc<Snapshot>>,
+    state: Option<Arc<InstanceState>>,
     init_output: Vec<CapturedLine>,
     /// For a state file: the language and `main` it was pre-initialised for, which every
     /// /init that shares it must agree with.
@@ -323,7 +323,7 @@ impl<B: Backend> Executor<B> {
                 .filter(|m| language.is_none() && m != "main" && m != "_start"),
             grants,
             memory_limit_bytes: limits.memory_mb << 20,
-            snapshot: None,
+            state: None,
         };
 
         let (upload, loading) = match language {
@@ -504,7 +504,7 @@ impl<B: Backend> Executor<B> {
                     _ => {
                         return Ok(LoadedCode {
                             code: Arc::new(executor.load(text, binary)?),
-                            snapshot: None,
+                            state: None,
                             init_output: Vec::new(),
                             state_of: None,
                         });
@@ -512,7 +512,7 @@ impl<B: Backend> Executor<B> {
                 };
                 Ok(LoadedCode {
                     code: Arc::clone(&engine.code),
-                    snapshot: Some(state.snapshot),
+                    state: Some(state.state),
                     init_output: state.output,
                     state_of,
                 })
@@ -605,7 +605,7 @@ impl<B: Backend> Executor<B> {
     }
 
     /// Links loaded code for one container's grants and entry point: an engine's with the
-    /// action's snapshot, which must fit the container's memory and, for a state file, its /init.
+    /// action's state, which must fit the container's memory and, for a state file, its /init.
     fn link_loaded(
         &self,
         loaded: &LoadedCode<B::Code>,
@@ -615,8 +615,8 @@ impl<B: Backend> Executor<B> {
         if let Some(state_of) = &loaded.state_of {
             check_state_use(state_of, loading)?;
         }
-        if let Some(snapshot) = &loaded.snapshot {
-            let needed = snapshot.memory_pages * PAGE_BYTES as u64;
+        if let Some(state) = &loaded.state {
+            let needed = state.memory_pages * PAGE_BYTES as u64;
             if needed > spec.memory_limit_bytes {
                 return Err(ServiceError::InitFailed(format!(
                     "Initialization has failed: the action's state needs {} MB of memory, more than its limit of {} MB",
@@ -624,7 +624,7 @@ impl<B: Backend> Executor<B> {
                     spec.memory_limit_bytes >> 20
                 )));
             }
-            spec.snapshot = Some(Arc::clone(snapshot));
+            spec.state = Some(Arc::clone(state));
         }
         self.backend
             .link(&loaded.code, &spec)

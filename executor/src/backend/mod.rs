@@ -9,8 +9,10 @@ use wasm_artifact::{Envelope, RuntimeId};
 use crate::{capability::Grants, logs::OutputCapture, pool::CpuSlot};
 
 pub mod deadline_queue;
+pub mod dirty_pages;
 pub mod disk_cache;
 pub mod http_import;
+pub mod memory_image;
 pub mod opened;
 pub mod snapshot;
 pub mod unblock;
@@ -48,8 +50,18 @@ pub struct BackendSettings {
 
 /// The module of an /init after decoding; precompiled envelopes are already verified.
 pub enum PrepareInput<'a> {
-    Portable { wasm: &'a [u8], sha256: &'a str },
+    Portable {
+        wasm: &'a [u8],
+        sha256: &'a str,
+    },
     Precompiled(&'a Envelope<'a>),
+    /// A language engine, its active data lifted out (`engine_module.rs`): every instance of it
+    /// is given an [`InstanceState`] with a memory image, which the backend maps into the
+    /// instance's memory where it can (else copies).
+    Engine {
+        wasm: &'a [u8],
+        sha256: &'a str,
+    },
 }
 
 /// What a container grants its module, decided once at /init.
@@ -62,9 +74,20 @@ pub struct ModuleSpec {
     pub grants: Grants,
     /// Linear-memory limit in bytes.
     pub memory_limit_bytes: u64,
-    /// The state written into every instance before its entry point runs: the action's
-    /// pre-initialised engine (see `snapshot.rs`).
-    pub snapshot: Option<Arc<snapshot::Snapshot>>,
+    /// The state every instance starts from, in place before its entry point runs: an
+    /// engine's, or an action's pre-initialised engine (see `language.rs`).
+    pub state: Option<Arc<InstanceState>>,
+}
+
+/// What a fresh instance of a language engine starts with: the engine's memory image (its data)
+/// or an action's (the engine's with the pages its snapshot changed), the memory's size and the
+/// mutable globals that differ from the module's initial values.
+#[derive(Debug, Default)]
+pub struct InstanceState {
+    pub globals: Vec<(String, snapshot::GlobalValue)>,
+    /// The memory's size, in 64 KiB pages: an instance's memory is grown to it first.
+    pub memory_pages: u64,
+    pub image: memory_image::MemoryImage,
 }
 
 /// One activation as a backend sees it: no HTTP, no OpenWhisk JSON beyond the parameters.

@@ -74,8 +74,10 @@ impl Response {
 const COALESCE_LIMIT: usize = 64 * 1024;
 /// Longest response head we accept.
 const MAX_HEAD: usize = 64 * 1024;
-/// Time limit of every socket read and write, so a stuck executor fails the run.
-const IO_TIMEOUT: Duration = Duration::from_secs(120);
+/// Time limit of every socket read and write, so a stuck executor fails the run. Above the
+/// longest honest wait: an /init waits for its engine's first compile, which under wasmer's
+/// LLVM takes a minute alone on 2 cores and over two with the suite's other tests beside it.
+const IO_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// One client: a connection mode, an optional live connection and reusable buffers.
 pub struct Client {

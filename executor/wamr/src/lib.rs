@@ -53,6 +53,9 @@ pub struct WamrBackend {
     /// The CPU model of this architecture's AOT code; a payload's CPU features are checked
     /// against this machine's.
     cpu: &'static wamr_profile::CpuModel,
+    /// Whether instances' memories are reservations of their own that memory images can be
+    /// mapped into (with hardware bounds checks: 64-bit targets), else images are copied.
+    images_mappable: bool,
     /// WASI's stdout and stderr descriptors: never written, since `fd_write` to them is captured,
     /// but the guest may query them.
     null_output: File,
@@ -106,13 +109,14 @@ impl Backend for WamrBackend {
             watchdog,
             tag,
             cpu: target.cpu,
+            images_mappable: target.hardware_bounds_checks,
             null_output,
         })
     }
 
     fn load(&self, input: PrepareInput<'_>) -> Result<LoadedModule, PrepareError> {
         let (code, expected) = match input {
-            PrepareInput::Portable { wasm, sha256 } => {
+            PrepareInput::Portable { wasm, sha256 } | PrepareInput::Engine { wasm, sha256 } => {
                 tracing::debug!(sha256, "portable module for the fast interpreter");
                 if wamr_profile::declares_start_function(wasm) {
                     return Err(PrepareError::Invalid(
@@ -244,8 +248,8 @@ impl WamrBackend {
         if beyond_limit(&instance) {
             return Err(GuestExit::MemoryExhausted);
         }
-        if let Some(snapshot) = &module.spec.snapshot {
-            let restored = instance.restore(snapshot);
+        if let Some(state) = &module.spec.state {
+            let restored = instance.restore(state, self.images_mappable);
             if beyond_limit(&instance) || (restored.is_err() && host.memory_exceeded()) {
                 return Err(GuestExit::MemoryExhausted);
             }

@@ -39,9 +39,9 @@ use self::{
     wasi::WasiCtx,
 };
 use wasm_executor::backend::{
-    Activation, Backend, BackendSettings, ExportKind, GuestExit, ModuleSpec, PortableModules,
-    PrepareError, PrepareInput, resolve_entry,
-    snapshot::{GlobalValue, InstanceImage, Snapshot},
+    Activation, Backend, BackendSettings, ExportKind, GuestExit, InstanceState, ModuleSpec,
+    PortableModules, PrepareError, PrepareInput, resolve_entry,
+    snapshot::{GlobalValue, InstanceImage},
 };
 use wasm_executor::{capability::dir::GrantedDir, net::HttpGetter, pool::CpuSlot};
 
@@ -108,7 +108,9 @@ impl Backend for WasmerBackend {
     fn load(&self, input: PrepareInput<'_>) -> Result<LoadedCode, PrepareError> {
         let engine = engine::build();
         let module = match input {
-            PrepareInput::Portable { wasm, sha256 } => self.compile(&engine, wasm, sha256)?,
+            PrepareInput::Portable { wasm, sha256 } | PrepareInput::Engine { wasm, sha256 } => {
+                self.compile(&engine, wasm, sha256)?
+            }
             // SAFETY: the envelope was verified before we got here (signature or the operator's
             // explicit trust, runtime, exact version, target triple, payload hash): wasmer does
             // not check the architecture of what it deserializes, the envelope did.
@@ -206,8 +208,8 @@ impl WasmerBackend {
             error => GuestExit::Trapped(format!("instantiation failed: {error}")),
         })?;
         env.as_mut(&mut store).memory = instance.exports.get_memory("memory").ok().cloned();
-        if let Some(snapshot) = &module.spec.snapshot {
-            restore(&mut store, &instance, snapshot).map_err(|error| {
+        if let Some(state) = &module.spec.state {
+            restore(&mut store, &instance, state).map_err(|error| {
                 if budget.exceeded() {
                     GuestExit::MemoryExhausted
                 } else {
@@ -277,10 +279,10 @@ fn compiled_code_key() -> (String, String, String, String) {
     )
 }
 
-/// Writes `snapshot` into a fresh instance: its globals, its memory grown to the snapshot's
-/// size (within the container's budget) and the snapshot's bytes.
-fn restore(store: &mut Store, instance: &Instance, snapshot: &Snapshot) -> Result<(), String> {
-    for (name, value) in &snapshot.globals {
+/// Puts `state` in a fresh instance: its globals, its memory grown to the state's size (within
+/// the container's budget) and its memory image, mapped into the memory.
+fn restore(store: &mut Store, instance: &Instance, state: &InstanceState) -> Result<(), String> {
+    for (name, value) in &state.globals {
         let global = instance
             .exports
             .get_global(name)
@@ -298,18 +300,19 @@ fn restore(store: &mut Store, instance: &Instance, snapshot: &Snapshot) -> Resul
         .get_memory("memory")
         .map_err(|e| e.to_string())?;
     let pages = u64::from(memory.view(&*store).size().0);
-    if snapshot.memory_pages > pages {
-        let more = u32::try_from(snapshot.memory_pages - pages).map_err(|e| e.to_string())?;
+    if state.memory_pages > pages {
+        let more = u32::try_from(state.memory_pages - pages).map_err(|e| e.to_string())?;
         memory
             .grow(&mut *store, Pages(more))
             .map_err(|e| e.to_string())?;
     }
     let view = memory.view(&*store);
-    for (offset, bytes) in &snapshot.writes {
-        view.write(*offset as u64, bytes)
-            .map_err(|e| e.to_string())?;
-    }
-    Ok(())
+    let base = std::ptr::NonNull::new(view.data_ptr()).ok_or("the memory has no base")?;
+    // SAFETY: every memory of an instance is made by `LimitingTunables` (memory.rs) from
+    // wasmer's own: a private anonymous mapping of this instance alone, unmapped with it (a
+    // memory that grows past its reservation moves into a new mapping, copying its bytes); no
+    // guest code runs meanwhile.
+    unsafe { state.image.map_into(base, view.data_size() as usize) }.map_err(|e| e.to_string())
 }
 
 /// The instance's exported mutable globals and its memory `memory`.

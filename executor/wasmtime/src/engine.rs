@@ -1,8 +1,13 @@
-//! The one wasmtime engine of this process: the pooling allocator with copy-on-write memory
-//! images and fiber stacks when the address space allows it (on-demand allocation otherwise),
-//! epoch-based yielding and interruption, and the ticker thread that drives the epochs.
+//! The wasmtime engines of this process: for modules, the pooling allocator with copy-on-write
+//! memory images and fiber stacks when the address space allows it (on-demand allocation
+//! otherwise); for language engines, on-demand allocation with memories of this backend's own
+//! (`image_memory.rs`), into which actions' memory images are mapped. Both with epoch-based
+//! yielding and interruption, and the ticker thread that drives the epochs.
 
-use std::time::{Duration, Instant};
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use anyhow::Context;
 use wasmtime::{
@@ -11,6 +16,8 @@ use wasmtime::{
 };
 
 use wasm_executor::backend::{BackendSettings, MAX_TABLE_ELEMENTS};
+
+use crate::image_memory::ImageMemories;
 
 /// How often the epoch advances. A looping guest is interrupted at most one tick after its
 /// deadline, and each tick costs the ticker and every running guest one wake-up / clock read:
@@ -99,14 +106,29 @@ fn base_config() -> Config {
     config
 }
 
-/// Advances the engine's epoch forever, on its own thread.
-pub fn start_ticker(engine: Engine) -> anyhow::Result<()> {
+/// The engine of language engines: every memory is one of [`ImageMemories`], allocated with its
+/// instance (engines have no data of their own to initialise: their image is mapped in).
+pub fn build_for_images() -> anyhow::Result<Engine> {
+    let mut config = base_config();
+    config
+        .memory_init_cow(false)
+        .allocation_strategy(InstanceAllocationStrategy::OnDemand)
+        .with_host_memory(Arc::new(ImageMemories));
+    Engine::new(&config)
+        .map_err(anyhow::Error::from)
+        .context("creating the wasmtime engine of language engines")
+}
+
+/// Advances the engines' epochs forever, on a thread of their own.
+pub fn start_ticker(engines: Vec<Engine>) -> anyhow::Result<()> {
     std::thread::Builder::new()
         .name("epoch-ticker".into())
         .spawn(move || {
             loop {
                 std::thread::sleep(EPOCH_TICK);
-                engine.increment_epoch();
+                for engine in &engines {
+                    engine.increment_epoch();
+                }
             }
         })
         .context("starting the epoch ticker")?;

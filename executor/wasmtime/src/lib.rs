@@ -3,11 +3,13 @@
 //! the same upload; a fresh `Store` and instance per /run, instantiated and called
 //! asynchronously: on the request's task where no host call can block a thread, else on a
 //! pool thread that drives the same future (its timers and sockets on the host I/O runtime).
+//! Language engines run on an engine of their own, whose memories take memory images.
 
 mod capabilities;
 mod descriptors;
 mod engine;
 mod http_import;
+mod image_memory;
 mod poll;
 mod random;
 mod stdio;
@@ -15,6 +17,7 @@ mod stdio;
 use std::{
     collections::HashMap,
     future::Future,
+    ptr::NonNull,
     sync::{Arc, RwLock},
     time::Instant,
 };
@@ -28,12 +31,12 @@ use wasmtime_wasi::{I32Exit, WasiCtxBuilder, p1::WasiP1Ctx, p2::pipe::MemoryInpu
 
 use self::{poll::GuestMonotonicClock, stdio::CaptureStream};
 use wasm_executor::backend::{
-    Activation, Backend, BackendSettings, ExportKind, GuestExit, MAX_TABLE_ELEMENTS, ModuleSpec,
-    PortableModules, PrepareError, PrepareInput,
+    Activation, Backend, BackendSettings, ExportKind, GuestExit, InstanceState, MAX_TABLE_ELEMENTS,
+    ModuleSpec, PortableModules, PrepareError, PrepareInput,
     disk_cache::DiskCache,
     http_import::HeldBody,
     resolve_entry,
-    snapshot::{GlobalValue, InstanceImage, Snapshot},
+    snapshot::{GlobalValue, InstanceImage},
     unblock::Unblocker,
 };
 use wasm_executor::{
@@ -44,6 +47,9 @@ use wasm_executor::{
 pub struct WasmtimeBackend {
     engine: Engine,
     cache: DiskCache,
+    /// The engine of language engines (see `engine.rs`) and its compiled modules.
+    image_engine: Engine,
+    image_cache: DiskCache,
     unblocker: Unblocker,
     /// Drives the futures of guests on pool threads (`host_io.rs`).
     host_io: tokio::runtime::Handle,
@@ -130,17 +136,24 @@ impl Backend for WasmtimeBackend {
 
     fn new(settings: &BackendSettings) -> anyhow::Result<Self> {
         let (engine, allocator) = engine::build(settings)?;
-        engine::start_ticker(engine.clone())?;
-        let cache = DiskCache::new(
-            &settings.cache_dir,
-            "wasmtime",
-            engine.precompile_compatibility_hash(),
-            settings.max_cache_bytes,
-        )?;
+        let image_engine = engine::build_for_images()?;
+        engine::start_ticker(vec![engine.clone(), image_engine.clone()])?;
+        let cache_of = |name: &str, engine: &Engine| {
+            DiskCache::new(
+                &settings.cache_dir,
+                name,
+                engine.precompile_compatibility_hash(),
+                settings.max_cache_bytes,
+            )
+        };
+        let cache = cache_of("wasmtime", &engine)?;
+        let image_cache = cache_of("wasmtime-engines", &image_engine)?;
         tracing::info!(?allocator, "wasmtime engine ready");
         Ok(WasmtimeBackend {
             engine,
             cache,
+            image_engine,
+            image_cache,
             unblocker: Unblocker::start()?,
             allocator,
             host_io: settings.host_io.clone(),
@@ -150,21 +163,10 @@ impl Backend for WasmtimeBackend {
     fn load(&self, input: PrepareInput<'_>) -> Result<LoadedCode, PrepareError> {
         let module = match input {
             PrepareInput::Portable { wasm, sha256 } => {
-                let (module, source) = self
-                    .cache
-                    .load_or_compile(
-                        sha256,
-                        // SAFETY: the cache hands over an entry only after its MAC verified:
-                        // written by this cache from a module this engine compiled.
-                        |bytes| Ok(unsafe { Module::deserialize(&self.engine, bytes) }?),
-                        || Ok(Module::new(&self.engine, wasm)?),
-                        |module| Ok(module.serialize()?),
-                    )
-                    .map_err(|e| {
-                        PrepareError::Invalid(format!("the module does not compile: {e:#}"))
-                    })?;
-                tracing::debug!(?source, sha256, "portable module ready");
-                module
+                compile(&self.engine, &self.cache, wasm, sha256)?
+            }
+            PrepareInput::Engine { wasm, sha256 } => {
+                compile(&self.image_engine, &self.image_cache, wasm, sha256)?
             }
             // SAFETY: the envelope was verified (signature or explicit operator trust, runtime,
             // version, target, payload hash) before we got here; wasmtime checks its own header.
@@ -288,8 +290,8 @@ impl WasmtimeBackend {
             .map_err(|error| GuestExit::HostFailure(format!("{error:#}")))?;
         let result = async {
             let instance = module.pre.instantiate_async(&mut store).await?;
-            if let Some(snapshot) = &module.spec.snapshot {
-                restore(&mut store, &instance, snapshot)?;
+            if let Some(state) = &module.spec.state {
+                restore(&mut store, &instance, state)?;
             }
             let Some(entry) = entry else {
                 return Ok((instance, 0));
@@ -321,7 +323,7 @@ impl WasmtimeBackend {
         module: &Module,
         set: GrantSet,
     ) -> Result<InstancePre<RunState>, PrepareError> {
-        let mut linker: Linker<RunState> = Linker::new(&self.engine);
+        let mut linker: Linker<RunState> = Linker::new(module.engine());
         wasmtime_wasi::p1::add_to_linker_async(&mut linker, |s: &mut RunState| &mut s.wasi)
             .map_err(|e| PrepareError::Internal(e.into()))?;
         poll::add_to_linker(&mut linker).map_err(|e| PrepareError::Internal(e.into()))?;
@@ -329,7 +331,7 @@ impl WasmtimeBackend {
         descriptors::add_to_linker(&mut linker).map_err(|e| PrepareError::Internal(e.into()))?;
         capabilities::add_to_linker(&mut linker, set)
             .map_err(|e| PrepareError::Internal(e.into()))?;
-        check_imports(&self.engine, &linker, module)?;
+        check_imports(module.engine(), &linker, module)?;
         linker
             .instantiate_pre(module)
             .map_err(|e| PrepareError::Invalid(format!("the module cannot be linked: {e:#}")))
@@ -375,21 +377,43 @@ impl WasmtimeBackend {
             held: HeldBody::default(),
             cpu,
         };
-        let mut store = Store::new(&self.engine, state);
+        let mut store = Store::new(module.pre.module().engine(), state);
         store.limiter(|s| &mut s.limiter);
         engine::arm_deadline(&mut store, activation.deadline);
         Ok(store)
     }
 }
 
-/// Writes `snapshot` into a fresh instance: its globals, its memory grown to the snapshot's
-/// size (within the container's limit) and the snapshot's bytes.
+/// A portable module compiled by `engine`, or taken from its `cache`.
+fn compile(
+    engine: &Engine,
+    cache: &DiskCache,
+    wasm: &[u8],
+    sha256: &str,
+) -> Result<Module, PrepareError> {
+    let (module, source) = cache
+        .load_or_compile(
+            sha256,
+            // SAFETY: the cache hands over an entry only after its MAC verified: written by this
+            // cache from a module this engine compiled.
+            |bytes| Ok(unsafe { Module::deserialize(engine, bytes) }?),
+            || Ok(Module::new(engine, wasm)?),
+            |module| Ok(module.serialize()?),
+        )
+        .map_err(|e| PrepareError::Invalid(format!("the module does not compile: {e:#}")))?;
+    tracing::debug!(?source, sha256, "portable module ready");
+    Ok(module)
+}
+
+/// Puts `state` in a fresh instance: its globals, its memory grown to the state's size (within
+/// the container's limit) and its memory image, mapped where the memory is one of this
+/// backend's own (a language engine's), else copied.
 fn restore(
     store: &mut Store<RunState>,
     instance: &Instance,
-    snapshot: &Snapshot,
+    state: &InstanceState,
 ) -> wasmtime::Result<()> {
-    for (name, value) in &snapshot.globals {
+    for (name, value) in &state.globals {
         let global = instance.get_global(&mut *store, name).ok_or_else(|| {
             wasmtime::format_err!("the snapshot's global `{name}` is not exported")
         })?;
@@ -405,12 +429,13 @@ fn restore(
         .get_memory(&mut *store, "memory")
         .ok_or_else(|| wasmtime::format_err!("the module exports no memory `memory`"))?;
     let pages = memory.size(&*store);
-    if snapshot.memory_pages > pages {
-        memory.grow(&mut *store, snapshot.memory_pages - pages)?;
+    if state.memory_pages > pages {
+        memory.grow(&mut *store, state.memory_pages - pages)?;
     }
-    snapshot
-        .write_memory(memory.data_mut(&mut *store))
-        .map_err(|e| wasmtime::format_err!(e))
+    let installed = NonNull::new(memory.data_ptr(&*store))
+        .and_then(|base| image_memory::install(base, memory.data_size(&*store), &state.image));
+    let written = installed.unwrap_or_else(|| state.image.copy_into(memory.data_mut(&mut *store)));
+    written.map_err(|e| wasmtime::format_err!("the action's memory image: {e}"))
 }
 
 /// The instance's exported mutable globals and its memory `memory`.

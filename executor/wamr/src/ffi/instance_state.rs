@@ -1,11 +1,11 @@
 //! An instance's state for snapshots: its exported mutable globals and its default memory,
-//! read after pre-initialisation and written into each new instance (see
-//! `wasm_executor::backend::snapshot`).
+//! read after pre-initialisation, and the state each new instance starts from put in it (see
+//! `wasm_executor::backend::InstanceState`).
 
-use std::ffi::CString;
+use std::{ffi::CString, ptr::NonNull};
 
 use wamr_runtime_sys as sys;
-use wasm_executor::backend::snapshot::{GlobalValue, Snapshot};
+use wasm_executor::backend::{InstanceState, snapshot::GlobalValue};
 
 use super::Instance;
 
@@ -89,10 +89,11 @@ impl Instance<'_> {
         }
     }
 
-    /// Writes `snapshot` into this fresh instance: globals, memory grown to its size (within
-    /// the instance's maximum), and its bytes.
-    pub fn restore(&self, snapshot: &Snapshot) -> Result<(), String> {
-        for (name, value) in &snapshot.globals {
+    /// Puts `state` in this fresh instance: globals, memory grown to its size (within the
+    /// instance's maximum), and its memory image, mapped into the memory when `mappable` (the
+    /// memory is a reservation of its own), else copied.
+    pub fn restore(&self, state: &InstanceState, mappable: bool) -> Result<(), String> {
+        for (name, value) in &state.globals {
             self.set_global(name, *value)?;
         }
         // SAFETY: live instance; enlarging is WAMR's own memory.grow, within the maximum the
@@ -103,14 +104,23 @@ impl Instance<'_> {
                 return Err("the module has no memory".into());
             }
             let pages = sys::wasm_memory_get_cur_page_count(memory);
-            pages >= snapshot.memory_pages
-                || sys::wasm_memory_enlarge(memory, snapshot.memory_pages - pages)
+            pages >= state.memory_pages
+                || sys::wasm_memory_enlarge(memory, state.memory_pages - pages)
         };
         if !grown {
             return Err("the memory cannot grow to the snapshot's size".into());
         }
         let (base, len) = self.memory_raw().ok_or("the module has no memory")?;
-        // SAFETY: the memory's bytes after growing, written while nothing runs in the instance.
-        snapshot.write_memory(unsafe { std::slice::from_raw_parts_mut(base, len) })
+        let written = match NonNull::new(base) {
+            // SAFETY: with hardware bounds checks WAMR reserves each instance's memory as a
+            // private anonymous mapping of its own (8 GiB), grows it in place and unmaps it
+            // whole with the instance; nothing runs in the instance meanwhile.
+            Some(base) if mappable => unsafe { state.image.map_into(base, len) },
+            // SAFETY: the memory's bytes after growing, written while nothing runs in it.
+            _ => state
+                .image
+                .copy_into(unsafe { std::slice::from_raw_parts_mut(base, len) }),
+        };
+        written.map_err(|e| e.to_string())
     }
 }

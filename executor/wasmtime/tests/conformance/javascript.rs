@@ -267,6 +267,53 @@ fn every_activation_starts_from_the_snapshot_with_its_own_environment_and_logs()
     a_runaway_activation_is_stopped_and_the_container_serves_the_next(&ex);
 }
 
+/// What an activation writes over the state it started from stays in its instance: the next
+/// activation of the container, one of another container and ones at the same time all start
+/// from the state the top level left (every instance maps the action's memory image
+/// copy-on-write; none of its writes reaches the image).
+#[test]
+fn what_an_activation_writes_over_its_state_stays_in_its_instance() {
+    let Some(ex) = js_executor(&[]) else { return };
+    let source = r#"
+        const big = new Uint8Array(8 << 20).fill(7);
+        let total = 0;
+        function main(p) {
+            let changed = 0;
+            for (let i = 0; i < big.length; i += 4096) if (big[i] !== 7) changed++;
+            big.fill(p.n);
+            total += p.n;
+            return { changed, total };
+        }
+    "#;
+    ex.init("a", js(source)).expect(200);
+    ex.init("b", js(source)).expect(200);
+    let check = |ex: &Executor, id: &str, n: u64| {
+        let out = ex.run(id, json!({ "n": n })).expect(200).json();
+        assert_eq!(
+            out["changed"], 0,
+            "{id} saw an earlier activation's bytes: {out}"
+        );
+        assert_eq!(out["total"], n, "{id} started from another state: {out}");
+    };
+    for (n, id) in ["a", "a", "b", "a"].into_iter().enumerate() {
+        check(&ex, id, n as u64 + 1);
+    }
+    let ex = std::sync::Arc::new(ex);
+    let workers: Vec<_> = (0..4u64)
+        .map(|w| {
+            let ex = std::sync::Arc::clone(&ex);
+            std::thread::spawn(move || {
+                for n in 0..3 {
+                    check(&ex, ["a", "b"][(w % 2) as usize], 10 * w + n + 1);
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.join().unwrap();
+    }
+}
+
 /// A runaway activation is stopped at its time limit and the container serves the next.
 fn a_runaway_activation_is_stopped_and_the_container_serves_the_next(ex: &Executor) {
     let mut value =

@@ -264,6 +264,52 @@ fn every_python_activation_starts_from_the_snapshot_with_its_own_environment() {
     );
 }
 
+/// What an activation writes over the state it started from stays in its instance, as for
+/// JavaScript: the next activation, another container's and ones at the same time start from
+/// the state the top level left.
+#[test]
+fn what_a_python_activation_writes_over_its_state_stays_in_its_instance() {
+    let Some(ex) = py_executor(&[]) else { return };
+    let source = r#"
+big = bytearray(b"\x07") * (8 << 20)
+total = 0
+
+def main(args):
+    global total
+    changed = sum(1 for i in range(0, len(big), 4096) if big[i] != 7)
+    big[:] = bytes([args["n"]]) * len(big)
+    total += args["n"]
+    return {"changed": changed, "total": total}
+"#;
+    ex.init("a", py(source)).expect(200);
+    ex.init("b", py(source)).expect(200);
+    let check = |ex: &Executor, id: &str, n: u64| {
+        let out = ex.run(id, json!({ "n": n })).expect(200).json();
+        assert_eq!(
+            out["changed"], 0,
+            "{id} saw an earlier activation's bytes: {out}"
+        );
+        assert_eq!(out["total"], n, "{id} started from another state: {out}");
+    };
+    for (n, id) in ["a", "a", "b", "a"].into_iter().enumerate() {
+        check(&ex, id, n as u64 + 1);
+    }
+    let ex = std::sync::Arc::new(ex);
+    let workers: Vec<_> = (0..4u64)
+        .map(|w| {
+            let ex = std::sync::Arc::clone(&ex);
+            std::thread::spawn(move || {
+                for n in 0..3 {
+                    check(&ex, ["a", "b"][(w % 2) as usize], 10 * w + n + 1);
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.join().unwrap();
+    }
+}
+
 #[test]
 fn a_namespaces_python_actions_start_from_its_started_engine_and_share_nothing_else() {
     let Some(ex) = py_executor(&[]) else { return };
