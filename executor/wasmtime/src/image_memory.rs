@@ -39,6 +39,18 @@ static LIVE: Mutex<BTreeMap<usize, Holds>> = Mutex::new(BTreeMap::new());
 /// Ended instances' memories, reset, the most recently ended last.
 static KEPT: Mutex<Vec<Reservation>> = Mutex::new(Vec::new());
 
+thread_local! {
+    /// The image the next memory created on this thread is for, when known: a kept memory
+    /// that holds it already is preferred, as its pages are mapped and resident.
+    static WANTED: std::cell::RefCell<Option<MemoryImage>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Says which image (none: unknown) the next instance instantiated on this thread will be
+/// given. Only a preference: whatever memory it gets, [`install`] puts the image in it.
+pub fn prefer(image: Option<&MemoryImage>) {
+    WANTED.with(|wanted| *wanted.borrow_mut() = image.cloned());
+}
+
 /// Puts `image` in the memory at `base` (`len` bytes accessible) when [`ImageMemories`] made
 /// it: nothing to do when it holds that image already (its last instance was the same
 /// action's), else mapped. `None` when the memory is not one of these.
@@ -97,8 +109,17 @@ unsafe impl MemoryCreator for ImageMemories {
             .ok_or("the memory's reservation overflows")?;
         let kept = {
             let mut kept = KEPT.lock().unwrap_or_else(PoisonError::into_inner);
-            kept.iter()
-                .rposition(|r| r.memory.reservation == reservation && r.memory.mapped == mapped)
+            let fits =
+                |r: &Reservation| r.memory.reservation == reservation && r.memory.mapped == mapped;
+            let holding_wanted = WANTED.with(|wanted| {
+                let wanted = wanted.borrow();
+                let wanted = wanted.as_ref()?;
+                kept.iter().rposition(|r| {
+                    fits(r) && matches!(&r.holds, Holds::Image(held) if held.same(wanted))
+                })
+            });
+            holding_wanted
+                .or_else(|| kept.iter().rposition(fits))
                 .map(|at| kept.remove(at))
         };
         let (mut memory, holds) = match kept {

@@ -289,6 +289,7 @@ impl WasmtimeBackend {
             .new_store(module, activation, cpu)
             .map_err(|error| GuestExit::HostFailure(format!("{error:#}")))?;
         let result = async {
+            image_memory::prefer(module.spec.state.as_ref().map(|state| &state.image));
             let instance = module.pre.instantiate_async(&mut store).await?;
             if let Some(state) = &module.spec.state {
                 restore(&mut store, &instance, state)?;
