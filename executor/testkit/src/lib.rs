@@ -462,6 +462,41 @@ impl Executor {
     }
 }
 
+/// Checks that what an activation writes over its state stays in its instance, for an action
+/// (`value`, its /init value) whose `main` reads an 8 MiB buffer its top level filled with 7s,
+/// answers `changed` (pages of it not 7) and `total` (a counter, plus `n`), and fills the
+/// buffer with `n`: the next activation of a container, one of another container of the same
+/// action and ones at the same time must all start from the state the top level left.
+pub fn writes_stay_in_their_instance(ex: Executor, value: Value) {
+    ex.init("a", value.clone()).expect(200);
+    ex.init("b", value).expect(200);
+    let check = |ex: &Executor, id: &str, n: u64| {
+        let out = ex.run(id, json!({ "n": n })).expect(200).json();
+        assert_eq!(
+            out["changed"], 0,
+            "{id} saw an earlier activation's bytes: {out}"
+        );
+        assert_eq!(out["total"], n, "{id} started from another state: {out}");
+    };
+    for (n, id) in ["a", "a", "b", "a"].into_iter().enumerate() {
+        check(&ex, id, n as u64 + 1);
+    }
+    let ex = std::sync::Arc::new(ex);
+    let workers: Vec<_> = (0..4u64)
+        .map(|w| {
+            let ex = std::sync::Arc::clone(&ex);
+            std::thread::spawn(move || {
+                for n in 0..3 {
+                    check(&ex, ["a", "b"][(w % 2) as usize], 10 * w + n + 1);
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.join().unwrap();
+    }
+}
+
 /// POSTs `body` as careful clients (curl above 1 MB) send large bodies: `Expect:
 /// 100-continue`, the body only after the server asked for it, so a refusal before the body is
 /// read arrives as an answer instead of a broken pipe.

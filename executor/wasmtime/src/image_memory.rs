@@ -36,7 +36,9 @@ enum Holds {
 
 /// The memories in use, by base address, with what they hold.
 static LIVE: Mutex<BTreeMap<usize, Holds>> = Mutex::new(BTreeMap::new());
-/// Ended instances' memories, reset, the most recently ended last.
+/// Ended instances' memories, reset, the most recently ended last: a new instance takes one
+/// that holds its image, else a new one until as many are kept as may be, else the least
+/// recently ended.
 static KEPT: Mutex<Vec<Reservation>> = Mutex::new(Vec::new());
 
 thread_local! {
@@ -111,15 +113,27 @@ unsafe impl MemoryCreator for ImageMemories {
             let mut kept = KEPT.lock().unwrap_or_else(PoisonError::into_inner);
             let fits =
                 |r: &Reservation| r.memory.reservation == reservation && r.memory.mapped == mapped;
-            let holding_wanted = WANTED.with(|wanted| {
+            let (wanted, holding_wanted) = WANTED.with(|wanted| {
                 let wanted = wanted.borrow();
-                let wanted = wanted.as_ref()?;
-                kept.iter().rposition(|r| {
-                    fits(r) && matches!(&r.holds, Holds::Image(held) if held.same(wanted))
-                })
+                let holding = wanted.as_ref().and_then(|wanted| {
+                    kept.iter().rposition(|r| {
+                        fits(r) && matches!(&r.holds, Holds::Image(held) if held.same(wanted))
+                    })
+                });
+                (wanted.is_some(), holding)
             });
+            // An instance whose image no kept memory holds gets a new memory while there is
+            // room for more, so that the kept ones go on holding the images of the actions
+            // running now; else it takes the least recently ended.
+            let another = wanted && kept.len() < KEPT_MEMORIES;
             holding_wanted
-                .or_else(|| kept.iter().rposition(fits))
+                .or_else(|| {
+                    if another {
+                        None
+                    } else {
+                        kept.iter().position(fits)
+                    }
+                })
                 .map(|at| kept.remove(at))
         };
         let (mut memory, holds) = match kept {

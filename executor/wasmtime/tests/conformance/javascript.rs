@@ -8,7 +8,8 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use crate::harness::{
-    Executor, ScratchDir, b64, js_engine, precompile_snapshot, precompiled_snapshot, zip_of,
+    Executor, ScratchDir, b64, js_engine, precompile_snapshot, precompiled_snapshot,
+    writes_stay_in_their_instance, zip_of,
 };
 
 /// A nodejs action's /init value for `source` (text, as `wsk action create x.js` sends it).
@@ -285,33 +286,7 @@ fn what_an_activation_writes_over_its_state_stays_in_its_instance() {
             return { changed, total };
         }
     "#;
-    ex.init("a", js(source)).expect(200);
-    ex.init("b", js(source)).expect(200);
-    let check = |ex: &Executor, id: &str, n: u64| {
-        let out = ex.run(id, json!({ "n": n })).expect(200).json();
-        assert_eq!(
-            out["changed"], 0,
-            "{id} saw an earlier activation's bytes: {out}"
-        );
-        assert_eq!(out["total"], n, "{id} started from another state: {out}");
-    };
-    for (n, id) in ["a", "a", "b", "a"].into_iter().enumerate() {
-        check(&ex, id, n as u64 + 1);
-    }
-    let ex = std::sync::Arc::new(ex);
-    let workers: Vec<_> = (0..4u64)
-        .map(|w| {
-            let ex = std::sync::Arc::clone(&ex);
-            std::thread::spawn(move || {
-                for n in 0..3 {
-                    check(&ex, ["a", "b"][(w % 2) as usize], 10 * w + n + 1);
-                }
-            })
-        })
-        .collect();
-    for worker in workers {
-        worker.join().unwrap();
-    }
+    writes_stay_in_their_instance(ex, js(source));
 }
 
 /// A runaway activation is stopped at its time limit and the container serves the next.

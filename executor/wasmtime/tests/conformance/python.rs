@@ -7,7 +7,10 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::harness::{Executor, ScratchDir, b64, precompiled_snapshot, python_engine, zip_of};
+use crate::harness::{
+    Executor, ScratchDir, b64, precompiled_snapshot, python_engine, writes_stay_in_their_instance,
+    zip_of,
+};
 
 /// A python action's /init value for `source` (text, as `wsk action create x.py` sends it).
 fn py(source: &str) -> Value {
@@ -281,33 +284,7 @@ def main(args):
     total += args["n"]
     return {"changed": changed, "total": total}
 "#;
-    ex.init("a", py(source)).expect(200);
-    ex.init("b", py(source)).expect(200);
-    let check = |ex: &Executor, id: &str, n: u64| {
-        let out = ex.run(id, json!({ "n": n })).expect(200).json();
-        assert_eq!(
-            out["changed"], 0,
-            "{id} saw an earlier activation's bytes: {out}"
-        );
-        assert_eq!(out["total"], n, "{id} started from another state: {out}");
-    };
-    for (n, id) in ["a", "a", "b", "a"].into_iter().enumerate() {
-        check(&ex, id, n as u64 + 1);
-    }
-    let ex = std::sync::Arc::new(ex);
-    let workers: Vec<_> = (0..4u64)
-        .map(|w| {
-            let ex = std::sync::Arc::clone(&ex);
-            std::thread::spawn(move || {
-                for n in 0..3 {
-                    check(&ex, ["a", "b"][(w % 2) as usize], 10 * w + n + 1);
-                }
-            })
-        })
-        .collect();
-    for worker in workers {
-        worker.join().unwrap();
-    }
+    writes_stay_in_their_instance(ex, py(source));
 }
 
 #[test]
