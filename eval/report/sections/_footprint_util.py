@@ -52,12 +52,9 @@ def mib1(mib):
     return f"{fmt.fixed(mib, 1)} MiB"
 
 
-def per_container(result, pss=True):
-    """'3.8 / 3.8 KiB' (RSS / PSS per warm container) or, without PSS, '44 KiB'."""
-    rss = fmt.number(result["per_warm_container_kib"], 2)
-    if not pss:
-        return f"{rss} KiB"
-    return f"{rss} / {fmt.number(result['per_warm_container_pss_kib'], 2)} KiB"
+def per_container(result):
+    """'44 KiB': RSS per warm container of one run's row."""
+    return f"{fmt.number(result['per_warm_container_kib'], 2)} KiB"
 
 
 def about(x):
@@ -65,13 +62,6 @@ def about(x):
     digits = 2 if x < 100 else 3
     scale = 10 ** (math.floor(math.log10(abs(x))) - digits + 1)
     return fmt.number(round(x / scale) * scale)
-
-
-def load_averages(by_build):
-    """'wasmtime 6.09 / 4.99 / 4.16 → 8.57 / 8.71 / 6.93; …' from each record."""
-    parts = [f"{BUILD_NAMES[build]} {fmt.load(record['loadavg_start'])} → "
-             f"{fmt.load(record['loadavg_end'])}" for build, record in by_build.items()]
-    return "; ".join(parts)
 
 
 def binary_sizes():

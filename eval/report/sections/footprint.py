@@ -17,86 +17,126 @@ def docker_memory():
     return lto, [m["idle_mib"] for m in docker]
 
 
-def thousand_records():
-    return {build: util.summary(f"footprint-1000/{build}") for build in util.BUILDS}
+RUNS = "footprint-1000/run-*/summary.json"
 
 
-def thousand_table(by_build, docker_kib):
+def thousand_runs():
+    """The repeated runs' paths and their footprint records (every build in each)."""
+    runs = records.repeated(RUNS)
+    return runs, [records.json_of(run)["footprint"] for run in runs]
+
+
+def across_runs(footprints, build, code):
+    """One build's code path in every run: the rows, and each figure the text needs as the
+    list of the runs' values."""
+    rows = [util.row(footprint, build, code) for footprint in footprints]
+    containers = {util.containers_of(f, r) for f, r in zip(footprints, rows)}
+    if len(containers) != 1:
+        raise ValueError(f"{build} {code}: the runs measured different numbers of containers")
+    return {
+        "containers": containers.pop(),
+        "rss": [r["per_warm_container_kib"] for r in rows],
+        "pss": [r["per_warm_container_pss_kib"] for r in rows],
+        "idle_kib": [r["idle"]["total_kib"] for r in rows],
+        "init_p50_us": [r["init"]["p50_us"] for r in rows],
+    }
+
+
+def per_container_across(path):
+    """'3.80 KiB [3.61–3.99 KiB] / 3.79 KiB': RSS per warm container, mean and interval across
+    the runs, and the mean PSS."""
+    return (f"{fmt.mean_and_interval(path['rss'], kib2)} / "
+            f"{kib2(fmt.mean(path['pss']))}")
+
+
+def kib2(kib):
+    return f"{fmt.number(kib, 2)} KiB"
+
+
+def thousand_table(paths, docker_kib):
     rows = []
-    for build, record in by_build.items():
-        results = [util.row(record, build, code) for code in PATHS]
-        precompiled, portable, distinct = results
-        idle = fmt.span([r["idle"]["total_kib"] / 1024 for r in results], util.mib1)
-        distinct_text = f"**{util.per_container(distinct)}**"
-        if util.containers_of(record, distinct) != util.containers_of(record, precompiled):
-            distinct_text += f" ({fmt.number(util.containers_of(record, distinct))})"
+    for build in util.BUILDS:
+        precompiled, portable, distinct = (paths[build, code] for code in PATHS)
+        idle = fmt.span([kib / 1024 for code in PATHS for kib in paths[build, code]["idle_kib"]],
+                        util.mib1)
         interpreted = " (interpreted)" if build == "wamr" else ""
-        rows.append([util.BUILD_NAMES[build], idle, f"**{util.per_container(precompiled)}**",
-                     util.per_container(portable) + interpreted, distinct_text + interpreted,
-                     fmt.times(docker_kib / distinct["per_warm_container_kib"])])
-    header = ["build", "idle RSS (range over the three paths)",
-              "same action, precompiled (RSS / PSS per container)",
+        rows.append([util.BUILD_NAMES[build], idle, f"**{per_container_across(precompiled)}**",
+                     per_container_across(portable) + interpreted,
+                     f"**{per_container_across(distinct)}**{interpreted}",
+                     fmt.times(docker_kib / fmt.mean(distinct["rss"]))])
+    header = ["build", "idle RSS (range over the paths and runs)",
+              "same action, precompiled (RSS mean [interval] / PSS per container)",
               "same action, portable", "distinct actions, portable",
               "a Docker action container over a distinct action's"]
     return fmt.table(header, rows, right=(1, 2, 3, 4, 5))
 
 
-def check_pss_equals_rss(by_build):
-    for build, record in by_build.items():
-        for result in record["results"]:
-            rss, pss = result["per_warm_container_kib"], result["per_warm_container_pss_kib"]
+def check_pss_equals_rss(paths):
+    for (build, code), path in paths.items():
+        for rss, pss in zip(path["rss"], path["pss"]):
             if abs(pss - rss) > 0.02 * rss + 0.1:
-                raise ValueError(f"the prose says PSS equals RSS, but {build} {result['code']} "
-                                 f"has {rss} KiB RSS and {pss} KiB PSS per container")
+                raise ValueError(f"the prose says PSS equals RSS, but {build} {code} has "
+                                 f"{rss} KiB RSS and {pss} KiB PSS per container in a run")
 
 
-def same_action_figures(by_build):
-    same = [(record, util.row(record, build, code)) for build, record in by_build.items()
-            for code in (SAME_PRECOMPILED, SAME_PORTABLE)]
-    per = [r["per_warm_container_kib"] for _, r in same]
-    if max(per) >= ISSUE_14_TARGET_KIB:
+def same_action_figures(paths):
+    same = [path for (_, code), path in paths.items() if code != DISTINCT]
+    highest = max(kib for path in same for kib in path["rss"])
+    if highest >= ISSUE_14_TARGET_KIB:
         raise ValueError(f"the prose says containers of one action stay inside issue 14's "
-                         f"{ISSUE_14_TARGET_KIB} KiB, the records have {max(per)} KiB")
+                         f"{ISSUE_14_TARGET_KIB} KiB, a run has {highest} KiB")
+    means = [fmt.mean(path["rss"]) for path in same]
     return {
-        "same_kib": fmt.span(per, lambda kib: fmt.kib(kib, 2)),
+        "same_kib": fmt.span(means, lambda kib: fmt.kib(kib, 2)),
         "same_thousand": fmt.span(
-            [r["per_warm_container_kib"] * util.containers_of(record, r) / 1024
-             for record, r in same], lambda mib: fmt.mib(mib, 2)),
+            [fmt.mean(path["rss"]) * path["containers"] / 1024 for path in same],
+            lambda mib: fmt.mib(mib, 2)),
     }
 
 
-def distinct_figures(by_build, docker):
-    distinct = {build: util.row(record, build, DISTINCT) for build, record in by_build.items()}
-    kib = {build: r["per_warm_container_kib"] for build, r in distinct.items()}
-    if not kib["wasmer"] > kib["wamr"] > kib["wasmtime"]:
-        raise ValueError(f"the prose orders a distinct action's container as wasmer (LLVM) > "
-                         f"WAMR > wasmtime (Cranelift); the records say {kib}")
+def distinct_figures(paths, docker):
+    kib = {build: fmt.mean(paths[build, DISTINCT]["rss"]) for build in util.BUILDS}
+    if max(kib, key=kib.get) != "wasmer":
+        raise ValueError(f"the prose says a distinct action's container costs most on wasmer "
+                         f"(LLVM's code); the records' means say {kib}")
+    containers = {paths[build, DISTINCT]["containers"] for build in util.BUILDS}
+    if len(containers) != 1:
+        raise ValueError(f"the prose gives one size of the distinct-actions path: {containers}")
     figures = {f"distinct_{build}": util.mib_of_kib(k) for build, k in kib.items()}
     figures.update({f"per_gib_{build}": util.about(1024 * 1024 / k) for build, k in kib.items()})
     figures["per_gib_docker"] = util.about(docker["per_gib"])
-    wasmer = distinct["wasmer"]
-    wasmer_containers = util.containers_of(by_build["wasmer"], wasmer)
-    figures["wasmer_distinct_containers"] = fmt.number(wasmer_containers)
-    figures["wasmer_init_p50"] = f"{fmt.number(wasmer['init']['p50_us'] / 1e6)} s"
-    return figures, distinct
+    figures["distinct_range"] = fmt.span([k / 1024 for k in kib.values()], lambda mib: fmt.mib(mib, 2))
+    figures["distinct_containers"] = fmt.number(containers.pop())
+    wasmer_init_s = fmt.mean(paths["wasmer", DISTINCT]["init_p50_us"]) / 1e6
+    figures["wasmer_init_p50"] = f"{fmt.number(wasmer_init_s)} s"
+    return figures
 
 
 def thousand_figures(docker):
-    by_build = thousand_records()
-    config = by_build["wasmtime"]
-    check_pss_equals_rss(by_build)
-    distinct, distinct_rows = distinct_figures(by_build, docker)
+    runs, footprints = thousand_runs()
+    config = footprints[0]
+    sizes = {(f["containers"], f["requests"], f["new_inits"], f["distinct_containers"])
+             for f in footprints}
+    if len(sizes) != 1:
+        raise ValueError(f"{RUNS}: the runs have different sizes: {sizes}")
+    paths = {(build, code): across_runs(footprints, build, code)
+             for build in util.BUILDS for code in PATHS}
+    check_pss_equals_rss(paths)
+    wamr = paths["wamr", DISTINCT]
+    wamr_distinct = {"idle_kib": fmt.mean(wamr["idle_kib"]), "kib": fmt.mean(wamr["rss"])}
     figures = {
+        "thousand_runs_count": str(len(runs)),
         "thousand_containers": fmt.number(config["containers"]),
         "thousand_runs": fmt.number(config["requests"]),
-        "thousand_table": thousand_table(by_build, docker["per_container_mib"] * 1024),
-        "thousand_load": util.load_averages(by_build),
+        "thousand_table": thousand_table(paths, docker["per_container_mib"] * 1024),
+        "thousand_conditions": records.conditions_table(
+            [(str(i), run) for i, run in enumerate(runs, 1)]),
         "docker_container": fmt.mib(docker["per_container_mib"]),
         "docker_containers": fmt.number(docker["containers"]),
-        **same_action_figures(by_build),
-        **distinct,
+        **same_action_figures(paths),
+        **distinct_figures(paths, docker),
     }
-    return figures, distinct_rows["wamr"]
+    return figures, wamr_distinct
 
 
 def edge_memory_table(record):
@@ -105,8 +145,8 @@ def edge_memory_table(record):
         precompiled, portable = (util.row(record, build, code) for code in PATHS[:2])
         idle = fmt.span([r["idle"]["total_kib"] / 1024 for r in (precompiled, portable)], util.mib1)
         interpreted = " (interpreted)" if build == "wamr" else ""
-        rows.append([util.BUILD_NAMES[build], idle, util.per_container(precompiled, pss=False),
-                     util.per_container(portable, pss=False) + interpreted])
+        rows.append([util.BUILD_NAMES[build], idle, util.per_container(precompiled),
+                     util.per_container(portable) + interpreted])
     header = ["build", "idle RSS (range over the two paths)", "per warm container, precompiled",
               "per warm container, portable"]
     return fmt.table(header, rows, right=(1, 2, 3))
@@ -127,8 +167,8 @@ def wasmer_idle_figures(record, sizes):
 
 def budget_figures(wamr_distinct, docker, docker_idle):
     util.board_config_checked()
-    idle_mib = wamr_distinct["idle"]["total_kib"] / 1024
-    per_mib = wamr_distinct["per_warm_container_kib"] / 1024
+    idle_mib = wamr_distinct["idle_kib"] / 1024
+    per_mib = wamr_distinct["kib"] / 1024
     executor_mib = idle_mib + EXAMPLE_CONTAINERS * per_mib
     if min(docker_idle) <= executor_mib:
         raise ValueError(f"the prose says the idle Docker engine alone takes more than the "
