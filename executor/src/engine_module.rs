@@ -30,7 +30,6 @@ pub fn prepare(wasm: &[u8]) -> anyhow::Result<EngineModule> {
     let mut mutable = Vec::new();
     let mut exports: Option<(ExportSection, Vec<u32>)> = None;
     let mut memories = 0u32;
-    let mut data_section: Option<DataSection> = None;
     let mut data = Vec::new();
     let mut sections = Vec::new();
     for payload in Parser::new(0).parse_all(wasm) {
@@ -79,8 +78,7 @@ pub fn prepare(wasm: &[u8]) -> anyhow::Result<EngineModule> {
                         }
                     };
                 }
-                data_section = Some(section);
-                sections.push(Section::Data);
+                sections.push(Section::Data(section));
                 continue;
             }
             _ => {}
@@ -106,7 +104,7 @@ pub fn prepare(wasm: &[u8]) -> anyhow::Result<EngineModule> {
         match section {
             Section::Raw(raw) => module.section(raw),
             Section::Exports => module.section(&export_section),
-            Section::Data => module.section(data_section.as_ref().expect("parsed before")),
+            Section::Data(data) => module.section(data),
         };
     }
     Ok(EngineModule {
@@ -119,7 +117,8 @@ pub fn prepare(wasm: &[u8]) -> anyhow::Result<EngineModule> {
 enum Section<'a> {
     Raw(RawSection<'a>),
     Exports,
-    Data,
+    /// The data section with its active segments emptied.
+    Data(DataSection),
 }
 
 /// The export section as it is, and the indices of the globals it exports.
