@@ -144,6 +144,8 @@ soak: actions
 fuzz:
 	scripts/fuzz.sh
 
+# Everything built: the host's target directory, the guests, the ARM builds' cache outside the
+# checkout (scripts/cross.sh).
 clean:
 	$(CARGO) clean
-	rm -rf actions/target actions/dist
+	rm -rf actions/target actions/dist "$${WASM_CROSS_CACHE_DIR:-$${XDG_CACHE_HOME:-$$HOME/.cache}/wasm-executor/cross-cargo}"

@@ -33,7 +33,11 @@ source scripts/common.sh
 TARGET_DIR="${CARGO_TARGET_DIR:-target}"
 # Debian's compiler builds into a target directory of its own: nothing it makes is shared with
 # the host's builds, and a host build never waits for its lock (scripts/test.sh runs both at once).
-CROSS_CARGO_DIR="$TARGET_DIR/cross/cargo"
+# It is a build cache outside the checkout, shared by every checkout on this machine as cargo's
+# registry is (WASM_CROSS_CACHE_DIR, default ~/.cache/wasm-executor/cross-cargo): another clone
+# compiles only the workspace's own crates again, not wasmtime, wasmer and the standard library
+# for each ARM target. What the builds give, stripped, is in target/cross/TRIPLE/.
+CROSS_CARGO_DIR="${WASM_CROSS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/wasm-executor/cross-cargo}"
 
 # target_facts TARGET: sets triple, gnu (the cross tools' prefix), qemu and backends.
 target_facts() {

@@ -22,13 +22,14 @@ source scripts/common.sh
 started=$SECONDS
 bin="${CARGO_TARGET_DIR:-target}/release"
 
-# timed NAME COMMAND...: runs the command under a step heading and reports how long it took.
+# timed NAME COMMAND...: runs the command under a step heading and reports how long it took,
+# and how long the whole run has taken (what a run stopped at CI's limit leaves to read).
 timed() {
     local name="$1" began=$SECONDS
     shift
     step "$name"
     "$@"
-    step "$name: $((SECONDS - began)) s"
+    step "$name: $((SECONDS - began)) s (the run so far: $((SECONDS - started)) s)"
 }
 
 timed "prerequisites: every package and tool, checked up front" scripts/prerequisites.sh all

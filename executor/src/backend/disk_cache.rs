@@ -28,6 +28,9 @@ const MAC_LEN: usize = 32;
 const KEY_LEN: usize = 32;
 /// The key file, in the cache's root directory.
 const KEY_FILE: &str = "key";
+/// Entries end in `.bin`; a compile in progress holds `.lock` beside its entry.
+const ENTRY_EXTENSION: &str = "bin";
+const LOCK_EXTENSION: &str = "lock";
 
 pub struct DiskCache {
     dir: PathBuf,
@@ -69,19 +72,47 @@ impl DiskCache {
     /// entry when there is one (an entry that fails a check or does not load is dropped), else
     /// `compile`d and stored with `serialize`. Errors of `compile` are the caller's; failing to
     /// write the cache only costs the next init.
+    ///
+    /// One compile of a module at a time over this directory: a thread or executor process that
+    /// finds another compiling the same module waits for it and loads what it stored (a language
+    /// engine compiled with LLVM takes a minute and more; several executors starting together
+    /// would each compile it).
     pub fn load_or_compile<M>(
         &self,
         sha256: &str,
-        load: impl FnOnce(&[u8]) -> anyhow::Result<M>,
+        load: impl Fn(&[u8]) -> anyhow::Result<M>,
         compile: impl FnOnce() -> anyhow::Result<M>,
         serialize: impl FnOnce(&M) -> anyhow::Result<Vec<u8>>,
     ) -> anyhow::Result<(M, Source)> {
-        if let Some(module) = self.load(sha256, load) {
+        if let Some(module) = self.load(sha256, &load) {
             return Ok((module, Source::Cache));
         }
-        let module = compile()?;
-        self.store_with(sha256, || serialize(&module));
-        Ok((module, Source::Compiled))
+        let compiling = self.compile_lock(sha256);
+        if let Some(module) = self.load(sha256, &load) {
+            return Ok((module, Source::Cache));
+        }
+        let compiled = compile();
+        if let Ok(module) = &compiled {
+            self.store_with(sha256, || serialize(module));
+        }
+        if let Some((path, _lock)) = compiling {
+            // Removed while still held: a waiter locks the removed file and then finds the
+            // entry; a later compile of the module starts from a new lock file.
+            let _ = std::fs::remove_file(path);
+        }
+        Ok((compiled?, Source::Compiled))
+    }
+
+    /// The lock on compiling `sha256` into this cache, held until dropped, and its file; none
+    /// when the lock file cannot be opened or locked (then two compiles of the module may run at
+    /// once, which only costs time).
+    fn compile_lock(&self, sha256: &str) -> Option<(PathBuf, std::fs::File)> {
+        let (entry, _) = self.entry(sha256);
+        let path = entry.with_extension(LOCK_EXTENSION);
+        let flags = OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = rustix::fs::open(&path, flags, Mode::from_raw_mode(0o600)).ok()?;
+        rustix::fs::flock(&fd, rustix::fs::FlockOperation::LockExclusive).ok()?;
+        Some((path, std::fs::File::from(fd)))
     }
 
     /// What the entry for `sha256` `load`s to, when there is a verified entry that loads (one
@@ -113,7 +144,7 @@ impl DiskCache {
     }
 
     fn entry(&self, sha256: &str) -> (PathBuf, String) {
-        let name = format!("{sha256}-{}.bin", self.engine_key);
+        let name = format!("{sha256}-{}.{ENTRY_EXTENSION}", self.engine_key);
         (self.dir.join(&name), name)
     }
 
@@ -193,13 +224,15 @@ impl DiskCache {
         Ok(())
     }
 
-    /// Removes the least recently used entries until the cache fits its bound.
+    /// Removes the least recently used entries until the cache fits its bound (files being
+    /// written or locks are not entries).
     fn evict(&self) {
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return;
         };
         let mut files: Vec<(std::time::SystemTime, u64, PathBuf)> = entries
             .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == ENTRY_EXTENSION))
             .filter_map(|e| {
                 let meta = e.metadata().ok().filter(|m| m.is_file())?;
                 Some((meta.modified().ok()?, meta.len(), e.path()))
@@ -220,20 +253,12 @@ impl DiskCache {
 }
 
 /// The cache's MAC key: created at random (mode 0600) the first time, else read and checked.
+/// A new key is written in full under a name of its own and then linked into place, so an
+/// executor that starts at the same moment on the same cache never reads half a key: it reads
+/// the key that was linked first.
 fn load_or_create_key(path: &Path) -> anyhow::Result<[u8; KEY_LEN]> {
-    let create =
-        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    match rustix::fs::open(path, create, Mode::from_raw_mode(0o600)) {
-        Ok(fd) => {
-            let mut key = [0u8; KEY_LEN];
-            getrandom::getrandom(&mut key).context("drawing the cache key")?;
-            std::fs::File::from(fd)
-                .write_all(&key)
-                .with_context(|| format!("writing {}", path.display()))?;
-            return Ok(key);
-        }
-        Err(rustix::io::Errno::EXIST) => {}
-        Err(e) => bail!("creating {}: {e}", path.display()),
+    if std::fs::symlink_metadata(path).is_err() {
+        create_key(path)?;
     }
     let fd = rustix::fs::open(
         path,
@@ -248,6 +273,36 @@ fn load_or_create_key(path: &Path) -> anyhow::Result<[u8; KEY_LEN]> {
     file.read_exact(&mut key)
         .with_context(|| format!("reading {}", path.display()))?;
     Ok(key)
+}
+
+/// Writes a random key beside `path` and links it to `path` unless a key is there already.
+fn create_key(path: &Path) -> anyhow::Result<()> {
+    static UNIQUE: AtomicU64 = AtomicU64::new(0);
+    let tmp = path.with_extension(format!(
+        "new-{}-{}",
+        std::process::id(),
+        UNIQUE.fetch_add(1, Ordering::Relaxed)
+    ));
+    let create =
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = rustix::fs::open(&tmp, create, Mode::from_raw_mode(0o600))
+        .with_context(|| format!("creating {}", tmp.display()))?;
+    let mut key = [0u8; KEY_LEN];
+    let linked = getrandom::getrandom(&mut key)
+        .context("drawing the cache key")
+        .and_then(|()| {
+            std::fs::File::from(fd)
+                .write_all(&key)
+                .with_context(|| format!("writing {}", tmp.display()))
+        })
+        .and_then(|()| match std::fs::hard_link(&tmp, path) {
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                Err(e).with_context(|| format!("linking {}", path.display()))
+            }
+            _ => Ok(()),
+        });
+    let _ = std::fs::remove_file(&tmp);
+    linked
 }
 
 /// A regular file of this user without any of the permission bits in `forbidden`.
@@ -315,6 +370,64 @@ mod tests {
             .load_or_compile("abc", load, || anyhow::bail!("must not compile"), serialize)
             .unwrap();
         assert!(matches!(source, Source::Cache));
+        std::fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn caches_opened_at_the_same_moment_share_one_key() {
+        let root = scratch("race");
+        let caches: Vec<DiskCache> = std::thread::scope(|scope| {
+            let opening: Vec<_> = (0..8)
+                .map(|_| scope.spawn(|| DiskCache::new(&root, "test", "settings", 1 << 20)))
+                .collect();
+            opening
+                .into_iter()
+                .map(|t| t.join().unwrap().unwrap())
+                .collect()
+        });
+        assert!(caches.iter().all(|c| c.mac_key == caches[0].mac_key));
+        let names: Vec<_> = std::fs::read_dir(&root)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(
+            names.len(),
+            2,
+            "the key and the runtime's directory: {names:?}"
+        );
+        std::fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn a_module_compiled_at_the_same_moment_twice_is_compiled_once() {
+        let root = scratch("compile-once");
+        let compiles = AtomicU64::new(0);
+        let sources: Vec<Source> = std::thread::scope(|scope| {
+            let compiling: Vec<_> = (0..4)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let cache = DiskCache::new(&root, "test", "settings", 1 << 20).unwrap();
+                        let compile = || {
+                            compiles.fetch_add(1, Ordering::Relaxed);
+                            std::thread::sleep(std::time::Duration::from_millis(200));
+                            Ok(b"native".to_vec())
+                        };
+                        let (module, source) = cache
+                            .load_or_compile("abc", |p| Ok(p.to_vec()), compile, |m| Ok(m.clone()))
+                            .unwrap();
+                        assert_eq!(module, b"native");
+                        source
+                    })
+                })
+                .collect();
+            compiling.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        assert_eq!(compiles.load(Ordering::Relaxed), 1, "{sources:?}");
+        let left: Vec<_> = std::fs::read_dir(root.join("test"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left.len(), 1, "the entry and no lock: {left:?}");
         std::fs::remove_dir_all(root).unwrap();
     }
 

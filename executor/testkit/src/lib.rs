@@ -424,7 +424,15 @@ impl Executor {
         language: &str,
     ) -> Option<Executor> {
         let engine = engine.to_str().expect("a UTF-8 path");
-        let ex = Executor::start_with(&[&[option, engine], extra].concat());
+        let own_dirs = extra
+            .iter()
+            .any(|a| matches!(*a, "--state-dir" | "--cache-dir"));
+        let shared: &[&str] = if own_dirs {
+            &[]
+        } else {
+            &["--cache-dir", engine_cache(Program::Executor)]
+        };
+        let ex = Executor::start_with(&[&[option, engine], shared, extra].concat());
         if !artifacts_only() {
             return Some(ex);
         }
@@ -734,6 +742,37 @@ fn actions_dir() -> PathBuf {
         .unwrap_or_else(|| repo_root().join("actions/dist"))
 }
 
+/// The cache directory that this test process's executors with a language engine share unless
+/// a test gives them a state or cache directory of their own, and `wasm-precompile snapshot`'s:
+/// each engine is compiled once per run of the suite instead of once per executor (with LLVM,
+/// minutes of the wasmer suite), and most executors load the engine's cached code, as an
+/// operator's restarted executor does. Emptied when the process first uses it, so that every
+/// run compiles each engine once. `user` names the program the directory is for.
+fn engine_cache(user: Program) -> &'static str {
+    static DIRS: [std::sync::OnceLock<String>; 2] = [const { std::sync::OnceLock::new() }; 2];
+    DIRS[user as usize].get_or_init(|| {
+        let name = match user {
+            Program::Executor => executor_binary()
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            Program::Precompiler => "wasm-precompile".to_owned(),
+        };
+        let dir = build_dir().join("conformance-engine-cache").join(name);
+        let _ = std::fs::remove_dir_all(&dir);
+        // The program creates the directory itself, private to its user.
+        std::fs::create_dir_all(dir.parent().unwrap()).unwrap();
+        dir.to_str().expect("a UTF-8 path").to_owned()
+    })
+}
+
+/// The programs that share an [`engine_cache`].
+#[derive(Clone, Copy)]
+enum Program {
+    Executor,
+    Precompiler,
+}
+
 /// The JavaScript engine built with the example actions.
 pub fn js_engine() -> PathBuf {
     actions_dir().join("quickjs.wasm")
@@ -756,6 +795,7 @@ pub fn precompile_snapshot(
         .arg(source)
         .arg(engine_option)
         .arg(engine)
+        .args(["--cache-dir", engine_cache(Program::Precompiler)])
         .args(args)
         .output()
         .expect("wasm-precompile runs")

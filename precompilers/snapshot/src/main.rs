@@ -75,6 +75,11 @@ struct Args {
     /// --module). A state file is zipped when the name ends in .zip, else written bare.
     #[arg(short, long)]
     output: Option<PathBuf>,
+    /// Keep the engine's compiled code in this directory (created private to the user, as
+    /// the executor's --cache-dir), so that the next action pre-initialised with the same
+    /// engine skips compiling it. Default: a directory of this run's own, removed at the end.
+    #[arg(long)]
+    cache_dir: Option<PathBuf>,
 }
 
 fn parse_env(text: &str) -> Result<(String, String), String> {
@@ -123,10 +128,19 @@ fn run(args: Args) -> anyhow::Result<()> {
     };
     let env: BTreeMap<String, String> = args.env.into_iter().collect();
     let document = language::init_document(language, &args.main, &env, sources);
-    // The engine's compiled code is needed once here: a private cache of this run's own.
-    let cache_dir =
-        std::env::temp_dir().join(format!("wasm-precompile-snapshot-{}", std::process::id()));
-    std::fs::create_dir(&cache_dir).with_context(|| format!("creating {}", cache_dir.display()))?;
+    // The engine's compiled code, kept in --cache-dir, or else needed once here: in a private
+    // cache of this run's own, removed at the end.
+    let (cache_dir, own_cache) = match &args.cache_dir {
+        Some(dir) => (dir.clone(), false),
+        None => {
+            let pid = std::process::id();
+            (
+                std::env::temp_dir().join(format!("wasm-precompile-snapshot-{pid}")),
+                true,
+            )
+        }
+    };
+    let cache_dir = wasm_executor::state::private_dir(&cache_dir)?;
     let made = BackendSettings {
         cache_dir: cache_dir.clone(),
         max_cache_bytes: 1 << 30,
@@ -143,7 +157,9 @@ fn run(args: Args) -> anyhow::Result<()> {
             state_of(&backend, language, &engine_path, &document, &args.main)
         }
     });
-    let _ = std::fs::remove_dir_all(&cache_dir);
+    if own_cache {
+        let _ = std::fs::remove_dir_all(&cache_dir);
+    }
     let (bytes, what) = made?;
     let output = args.output.unwrap_or_else(|| {
         let stem = args.input.file_stem().unwrap_or_default().to_string_lossy();
