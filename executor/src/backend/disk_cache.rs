@@ -193,21 +193,11 @@ impl DiskCache {
 
     /// Writes the entry atomically (readers never see half a file), then evicts past the bound.
     fn store(&self, path: &Path, name: &str, payload: &[u8]) -> anyhow::Result<()> {
-        static UNIQUE: AtomicU64 = AtomicU64::new(0);
         let size = (MAGIC.len() + MAC_LEN + payload.len()) as u64;
         if size > self.max_bytes {
             bail!("the compiled module ({size} bytes) is larger than the whole cache may be");
         }
-        let tmp = path.with_extension(format!(
-            "tmp-{}-{}",
-            std::process::id(),
-            UNIQUE.fetch_add(1, Ordering::Relaxed)
-        ));
-        let flags =
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let fd = rustix::fs::open(&tmp, flags, Mode::from_raw_mode(0o600))
-            .with_context(|| format!("creating {}", tmp.display()))?;
-        let mut file = std::fs::File::from(fd);
+        let (tmp, mut file) = new_file_beside(path, "tmp")?;
         let tag = self.mac(name, payload).finalize().into_bytes();
         let written = file
             .write_all(MAGIC)
@@ -275,24 +265,29 @@ fn load_or_create_key(path: &Path) -> anyhow::Result<[u8; KEY_LEN]> {
     Ok(key)
 }
 
-/// Writes a random key beside `path` and links it to `path` unless a key is there already.
-fn create_key(path: &Path) -> anyhow::Result<()> {
+/// A new file (mode 0600, never through a link) beside `path`, under a name no other thread or
+/// process uses (`label`, this process, a counter), to be renamed or linked into place.
+fn new_file_beside(path: &Path, label: &str) -> anyhow::Result<(PathBuf, std::fs::File)> {
     static UNIQUE: AtomicU64 = AtomicU64::new(0);
-    let tmp = path.with_extension(format!(
-        "new-{}-{}",
+    let name = path.with_extension(format!(
+        "{label}-{}-{}",
         std::process::id(),
         UNIQUE.fetch_add(1, Ordering::Relaxed)
     ));
-    let create =
-        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let fd = rustix::fs::open(&tmp, create, Mode::from_raw_mode(0o600))
-        .with_context(|| format!("creating {}", tmp.display()))?;
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = rustix::fs::open(&name, flags, Mode::from_raw_mode(0o600))
+        .with_context(|| format!("creating {}", name.display()))?;
+    Ok((name, std::fs::File::from(fd)))
+}
+
+/// Writes a random key beside `path` and links it to `path` unless a key is there already.
+fn create_key(path: &Path) -> anyhow::Result<()> {
+    let (tmp, mut file) = new_file_beside(path, "new")?;
     let mut key = [0u8; KEY_LEN];
     let linked = getrandom::getrandom(&mut key)
         .context("drawing the cache key")
         .and_then(|()| {
-            std::fs::File::from(fd)
-                .write_all(&key)
+            file.write_all(&key)
                 .with_context(|| format!("writing {}", tmp.display()))
         })
         .and_then(|()| match std::fs::hard_link(&tmp, path) {
