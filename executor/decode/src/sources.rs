@@ -119,8 +119,10 @@ pub fn of_zip(bytes: &[u8], max_bytes: usize) -> Result<ActionCode, SourcesError
         if NATIVE_SUFFIXES.iter().any(|suffix| name.ends_with(suffix)) {
             return Err(SourcesError::NativeExtension(name));
         }
-        let mut text = Vec::new();
         let limit = (max_bytes - total) as u64 + 1;
+        // Room for the size the entry declares, within the limit (a lie costs no more than
+        // the limit allows): the file is read into one allocation, not grown by doubling.
+        let mut text = Vec::with_capacity(entry.size().min(limit) as usize);
         entry
             .take(limit)
             .read_to_end(&mut text)
