@@ -77,6 +77,11 @@ impl MemoryImage {
         Arc::ptr_eq(&self.runs, &other.runs)
     }
 
+    /// Whether a clone of this image exists besides this value.
+    pub fn held_elsewhere(&self) -> bool {
+        Arc::strong_count(&self.runs) > 1
+    }
+
     /// Bytes of memory the image reaches (0 for an image of zeros only).
     pub fn end(&self) -> usize {
         self.runs.last().map_or(0, Run::end)

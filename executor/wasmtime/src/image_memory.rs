@@ -34,11 +34,50 @@ enum Holds {
     Unknown,
 }
 
+impl Holds {
+    /// What a kept memory holding this is worth to an instance that wants `wanted`.
+    fn worth(&self, wanted: Option<&MemoryImage>) -> Worth {
+        match self {
+            Holds::Image(held) if wanted.is_some_and(|wanted| held.same(wanted)) => Worth::Wanted,
+            // An image only this memory holds belongs to no live action any more: nobody can
+            // ask for it again ([`MemoryImage::same`] is identity, not likeness).
+            Holds::Image(held) if held.held_elsewhere() => Worth::Other,
+            Holds::Image(_) | Holds::Zeros => Worth::Nothing,
+            Holds::Unknown => Worth::Other,
+        }
+    }
+}
+
+/// What a kept memory is worth to the instance about to get one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Worth {
+    /// It holds the image the instance wants: no mapping to make.
+    Wanted,
+    /// It holds another image, of an action that may run again.
+    Other,
+    /// It holds zeros, or an image no action holds any more.
+    Nothing,
+}
+
+/// The kept memory (by position, the least recently ended first; `None` where one does not
+/// fit) a new instance takes, or `None` for a new memory: the one holding its image; else,
+/// while there is `room` for more memories, a new one, so that the kept ones go on holding the
+/// images of the actions running now; else one worth nothing to anybody, else the least
+/// recently ended.
+fn choose(kept: &[Option<Worth>], room: bool) -> Option<usize> {
+    let wanted = kept.iter().rposition(|w| *w == Some(Worth::Wanted));
+    if wanted.is_some() || room {
+        return wanted;
+    }
+    kept.iter()
+        .position(|w| *w == Some(Worth::Nothing))
+        .or_else(|| kept.iter().position(Option::is_some))
+}
+
 /// The memories in use, by base address, with what they hold.
 static LIVE: Mutex<BTreeMap<usize, Holds>> = Mutex::new(BTreeMap::new());
-/// Ended instances' memories, reset, the most recently ended last: a new instance takes one
-/// that holds its image, else a new one until as many are kept as may be, else the least
-/// recently ended.
+/// Ended instances' memories, reset, the most recently ended last, for new instances as
+/// [`choose`] picks them.
 static KEPT: Mutex<Vec<Reservation>> = Mutex::new(Vec::new());
 
 thread_local! {
@@ -109,33 +148,19 @@ unsafe impl MemoryCreator for ImageMemories {
         let mapped = reservation
             .checked_add(guard_size_in_bytes)
             .ok_or("the memory's reservation overflows")?;
-        let kept = {
+        let kept = WANTED.with(|wanted| {
+            let wanted = wanted.borrow();
             let mut kept = KEPT.lock().unwrap_or_else(PoisonError::into_inner);
-            let fits =
-                |r: &Reservation| r.memory.reservation == reservation && r.memory.mapped == mapped;
-            let (wanted, holding_wanted) = WANTED.with(|wanted| {
-                let wanted = wanted.borrow();
-                let holding = wanted.as_ref().and_then(|wanted| {
-                    kept.iter().rposition(|r| {
-                        fits(r) && matches!(&r.holds, Holds::Image(held) if held.same(wanted))
-                    })
-                });
-                (wanted.is_some(), holding)
-            });
-            // An instance whose image no kept memory holds gets a new memory while there is
-            // room for more, so that the kept ones go on holding the images of the actions
-            // running now; else it takes the least recently ended.
-            let another = wanted && kept.len() < KEPT_MEMORIES;
-            holding_wanted
-                .or_else(|| {
-                    if another {
-                        None
-                    } else {
-                        kept.iter().position(fits)
-                    }
+            let worths: Vec<Option<Worth>> = kept
+                .iter()
+                .map(|r| {
+                    (r.memory.reservation == reservation && r.memory.mapped == mapped)
+                        .then(|| r.holds.worth(wanted.as_ref()))
                 })
-                .map(|at| kept.remove(at))
-        };
+                .collect();
+            let room = wanted.is_some() && kept.len() < KEPT_MEMORIES;
+            choose(&worths, room).map(|at| kept.remove(at))
+        });
         let (mut memory, holds) = match kept {
             Some(reservation) => reservation.into_memory(),
             None => (ImageMemory::reserve(reservation, mapped)?, Holds::Zeros),
@@ -275,5 +300,33 @@ impl Drop for ImageMemory {
         if let Err(error) = unsafe { rustix::mm::munmap(self.base.as_ptr().cast(), self.mapped) } {
             tracing::error!(%error, "unmapping a linear memory failed");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Worth, choose};
+
+    const WANTED: Option<Worth> = Some(Worth::Wanted);
+    const OTHER: Option<Worth> = Some(Worth::Other);
+    const NOTHING: Option<Worth> = Some(Worth::Nothing);
+
+    #[test]
+    fn the_memory_holding_the_wanted_image_is_taken_first() {
+        assert_eq!(choose(&[NOTHING, WANTED, OTHER, None], true), Some(1));
+        assert_eq!(choose(&[NOTHING, WANTED, OTHER, None], false), Some(1));
+    }
+
+    #[test]
+    fn while_there_is_room_a_new_memory_is_made_and_every_kept_one_stays() {
+        assert_eq!(choose(&[OTHER, None, NOTHING], true), None);
+        assert_eq!(choose(&[], true), None);
+    }
+
+    #[test]
+    fn without_room_a_memory_worth_nothing_goes_before_another_actions() {
+        assert_eq!(choose(&[OTHER, None, NOTHING, NOTHING], false), Some(2));
+        assert_eq!(choose(&[None, OTHER, OTHER], false), Some(1));
+        assert_eq!(choose(&[None], false), None);
     }
 }
