@@ -13,7 +13,8 @@
 #   source  wasm-executor-V-src.tar.gz: the committed tree (`git archive` of HEAD)
 #   x86_64  wasm-executor-V-x86_64-unknown-linux-gnu.tar.gz: every executor (wasmtime, wasmer
 #           with LLVM, headless wasmer, WAMR), every precompiler and the front end
-#           `wasm-precompile`, the JavaScript and Python engines, a README with each file's
+#           `wasm-precompile`, the JavaScript and Python engines (with their native code for
+#           WAMR, scripts/engine-artifacts.sh), a README with each file's
 #           hash, the Debian packages its binaries need and the glibc they need
 #   aarch64 wasm-executor-V-aarch64-unknown-linux-gnu.tar.gz: the executors for 64-bit ARM
 #           (wasmtime, headless wasmer, WAMR), `wasm-precompile` and wasmtime's precompiler
@@ -153,21 +154,23 @@ describe() {
         echo "Start an executor: \`bin/wasm-executor-wasmtime --listen 127.0.0.1:9000\`; give it"
         echo "\`--js-engine share/wasm-executor/engines/quickjs.wasm\` and"
         echo "\`--python-engine share/wasm-executor/engines/python.wasm\` for JavaScript and Python"
-        echo "actions. \`bin/wasm-precompile keygen\`, \`compile\` and \`snapshot\` make signed artifacts."
+        echo "actions; the WAMR executor runs them as the AOT code beside them (\`*.wamr-ARCH.owart\`)."
+        echo "\`bin/wasm-precompile keygen\`, \`compile\` and \`snapshot\` make signed artifacts."
     } >"$dir/README.md"
 }
 
-# stage_binaries DIR FROM STRIP NAME...: copies of FROM/NAME in DIR/bin stripped by STRIP (the
-# target's strip), the engines, the licences.
+# stage_binaries DIR ARCH FROM STRIP NAME...: copies of FROM/NAME in DIR/bin stripped by STRIP
+# (the target's strip), the engines with their native code for WAMR on ARCH, the licences.
 stage_binaries() {
-    local dir="$1" from="$2" strip="$3" name
-    shift 3
+    local dir="$1" arch="$2" from="$3" strip="$4" name
+    shift 4
     mkdir -p "$dir/bin" "$dir/share/wasm-executor/engines"
     for name in "$@"; do
         [[ -x "$from/$name" ]] || die "$from/$name is missing"
         "$strip" -o "$dir/bin/$name" "$from/$name"
     done
-    cp actions/dist/quickjs.wasm actions/dist/python.wasm "$dir/share/wasm-executor/engines/"
+    cp actions/dist/quickjs.wasm actions/dist/python.wasm "actions/dist/quickjs.wamr-$arch.owart" \
+        "actions/dist/python.wamr-$arch.owart" "$dir/share/wasm-executor/engines/"
     cp LICENSE NOTICE CHANGELOG.md "$dir/"
 }
 
@@ -184,6 +187,14 @@ fi
 if wants aarch64; then
     step "dist: the aarch64 build (scripts/cross.sh)"
     scripts/cross.sh build aarch64
+fi
+if wants x86_64 || wants aarch64; then
+    step "dist: the engines' native code for WAMR (scripts/engine-artifacts.sh)"
+    [[ -x "$bin/wasm-precompile-wamr" ]] || scripts/wamr.sh precompiler
+    triples=()
+    wants x86_64 && triples+=(x86_64-unknown-linux-gnu)
+    wants aarch64 && triples+=(aarch64-unknown-linux-gnu)
+    scripts/engine-artifacts.sh "${triples[@]}"
 fi
 
 # --- the parts ----------------------------------------------------------------------------------
@@ -203,7 +214,7 @@ ARM_BINARIES=(wasm-executor-wasmtime wasm-executor-wasmer-headless wasm-executor
 if wants x86_64; then
     step "dist: the x86_64 archive"
     name="wasm-executor-$version-x86_64-unknown-linux-gnu"
-    stage_binaries "$work/$name" "$bin" strip "${X86_BINARIES[@]}"
+    stage_binaries "$work/$name" x86_64 "$bin" strip "${X86_BINARIES[@]}"
     describe "$work/$name" x86_64-unknown-linux-gnu
     pack "$work/$name" "$out/$name.tar.gz"
 fi
@@ -211,7 +222,7 @@ fi
 if wants aarch64; then
     step "dist: the aarch64 archive"
     name="wasm-executor-$version-aarch64-unknown-linux-gnu"
-    stage_binaries "$work/$name" "$target_dir/cross/aarch64-unknown-linux-gnu" aarch64-linux-gnu-strip \
+    stage_binaries "$work/$name" aarch64 "$target_dir/cross/aarch64-unknown-linux-gnu" aarch64-linux-gnu-strip \
         "${ARM_BINARIES[@]}"
     describe "$work/$name" aarch64-unknown-linux-gnu
     pack "$work/$name" "$out/$name.tar.gz"

@@ -85,6 +85,8 @@ export RUSTC_WORKSPACE_WRAPPER=clippy-driver CLIPPY_ARGS="-D__CLIPPY_HACKERY__wa
 timed "host build: every runtime's executor, precompiler, tools and tests, linted (one cargo build)" \
     host_cargo build --all-targets
 timed "format" cargo fmt --all -- --check
+timed "the engines' native code for WAMR, x86_64 and aarch64 (cached by what it is made of)" \
+    scripts/engine-artifacts.sh x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu
 
 # packing: the documented packing commands as actions/README.md, `make pack` and deploy/pi give
 # them: portable zips, and artifacts precompiled for this machine and signed with a fresh key.

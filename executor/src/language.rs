@@ -4,9 +4,10 @@
 //! into a snapshot.
 //!
 //! The engine's mutable globals are exported once and its data lifted out into a memory image
-//! (`engine_module.rs`), then it is compiled like any module. An action's /init evaluates its
-//! code in a fresh engine instance (the export `wizer-initialize`, the init document on stdin)
-//! and keeps what that instance changed, as a [`Snapshot`], and as the action's memory image,
+//! (`executor/engine-module`), then it is compiled like any module (on WAMR, which interprets
+//! portable modules, its AOT artifact beside it is taken instead when there is one). An
+//! action's /init evaluates its code in a fresh engine instance (the export
+//! `wizer-initialize`, the init document on stdin) and keeps what that instance changed, as a [`Snapshot`], and as the action's memory image,
 //! the engine's with the changed pages over it; its containers share the engine's compiled code
 //! and that image, and every activation starts from it. Snapshots are kept on disk by engine
 //! and init document, so an action's top level runs once per machine, not once per executor
@@ -21,20 +22,22 @@ use std::{
 };
 
 use serde::Deserialize;
+use wasm_artifact::TrustedKeys;
 use wasm_executor_decode::{
     snapshot_file::{PrintedLine, StateFile},
     sources::Sources,
 };
+use wasm_executor_engine_module as engine_module;
 
 use crate::{
     backend::{
-        Activation, Backend, GuestExit, InstanceState, ModuleSpec, PrepareInput,
+        Activation, Backend, GuestExit, InstanceState, ModuleSpec, PortableModules, PrepareInput,
         disk_cache::DiskCache,
         memory_image::MemoryImage,
         snapshot::{InstanceImage, PAGE_BYTES, Snapshot},
     },
     capability::Grants,
-    engine_module,
+    engine_artifact,
     engine_start::{START_EXPORT, StartedEngines, exports_start},
     error::ServiceError,
     logs::{CapturedLine, OutputCapture, Stream},
@@ -156,6 +159,8 @@ pub struct Engines<C> {
     paths: [Option<PathBuf>; 2],
     loaded: [OnceLock<Result<Arc<Engine<C>>, ServiceError>>; 2],
     states: Option<StateCache>,
+    /// The keys a signed engine artifact must be signed by (`engine_artifact.rs`).
+    trusted_keys: TrustedKeys,
 }
 
 impl<C> Engines<C> {
@@ -163,11 +168,13 @@ impl<C> Engines<C> {
         javascript: Option<PathBuf>,
         python: Option<PathBuf>,
         states: Option<StateCache>,
+        trusted_keys: TrustedKeys,
     ) -> Self {
         Engines {
             paths: [javascript, python],
             loaded: [OnceLock::new(), OnceLock::new()],
             states,
+            trusted_keys,
         }
     }
 
@@ -250,6 +257,7 @@ impl<C: Send + Sync + 'static> Engines<C> {
                     language,
                     path,
                     self.states.as_ref(),
+                    &self.trusted_keys,
                     max_memory_bytes,
                     deadline,
                 )
@@ -266,25 +274,14 @@ impl<C: Send + Sync + 'static> Engines<C> {
     }
 }
 
-/// `wasm` loaded (compiled, or taken from the cache) as a portable module or, with `state`,
-/// as an engine whose instances start from it, and linked without grants.
+/// `input` loaded (compiled, taken from the cache, or its artifact deserialized) and linked
+/// without grants, its instances starting from `state` when given.
 fn load_linked<B: Backend>(
     backend: &B,
-    wasm: &[u8],
+    input: PrepareInput<'_>,
     max_memory_bytes: u64,
     state: Option<Arc<InstanceState>>,
 ) -> anyhow::Result<(Arc<B::Code>, B::Module)> {
-    let sha256 = wasm_artifact::sha256_hex(wasm);
-    let input = match state {
-        Some(_) => PrepareInput::Engine {
-            wasm,
-            sha256: &sha256,
-        },
-        None => PrepareInput::Portable {
-            wasm,
-            sha256: &sha256,
-        },
-    };
     let code = Arc::new(backend.load(input)?);
     let module = backend.link(&code, &bare_spec(max_memory_bytes, state))?;
     Ok((code, module))
@@ -292,12 +289,15 @@ fn load_linked<B: Backend>(
 
 impl<C> Engine<C> {
     /// The engine at `path` loaded and its fresh instance's image read, with the snapshots
-    /// kept under `states` (when given) for its actions.
+    /// kept under `states` (when given) for its actions. A backend that interprets portable
+    /// modules runs it as the native code beside it when there is some that fits
+    /// (`engine_artifact.rs`).
     pub fn load<B: Backend<Code = C>>(
         backend: &B,
         language: Language,
         path: &PathBuf,
         states: Option<&StateCache>,
+        trusted_keys: &TrustedKeys,
         max_memory_bytes: u64,
         deadline: Instant,
     ) -> anyhow::Result<Engine<C>> {
@@ -316,12 +316,23 @@ impl<C> Engine<C> {
                     .map(|(offset, bytes)| (*offset, bytes.as_slice())),
             )?,
         });
-        let (code, module) = load_linked(
-            backend,
-            &prepared.wasm,
-            max_memory_bytes,
-            Some(Arc::clone(&base)),
-        )?;
+        let prepared_sha256 = wasm_artifact::sha256_hex(&prepared.wasm);
+        let artifact = match B::PORTABLE_MODULES {
+            PortableModules::Interpreted => engine_artifact::read_beside(path, B::RUNTIME),
+            PortableModules::Compiled | PortableModules::Refused => None,
+        };
+        let native = artifact.as_deref().and_then(|bytes| {
+            engine_artifact::verified(bytes, &prepared_sha256, B::RUNTIME, trusted_keys)
+        });
+        let input = match &native {
+            Some(envelope) => PrepareInput::Precompiled(envelope),
+            None => PrepareInput::Engine {
+                wasm: &prepared.wasm,
+                sha256: &prepared_sha256,
+            },
+        };
+        let (code, module) =
+            load_linked(backend, input, max_memory_bytes, Some(Arc::clone(&base)))?;
         let fresh = backend
             // Instantiation only: no guest code runs, so no CPU slot of the pool is taken.
             .capture(
@@ -342,6 +353,7 @@ impl<C> Engine<C> {
         tracing::info!(
             engine = %path.display(),
             %sha256,
+            native_code = native.is_some(),
             memory_bytes = fresh.memory.len(),
             image_bytes = base.image.own_bytes(&MemoryImage::default()),
             took_ms = started.elapsed().as_millis() as u64,
@@ -662,7 +674,12 @@ pub fn initialized_image<B: Backend>(
     max_memory_bytes: u64,
     limit: Duration,
 ) -> anyhow::Result<InstanceImage> {
-    let (_, module) = load_linked(backend, wasm, max_memory_bytes, None)?;
+    let sha256 = wasm_artifact::sha256_hex(wasm);
+    let input = PrepareInput::Portable {
+        wasm,
+        sha256: &sha256,
+    };
+    let (_, module) = load_linked(backend, input, max_memory_bytes, None)?;
     let (image, _) = initialize(
         backend,
         &module,

@@ -7,7 +7,7 @@ pub mod api;
 pub mod backend;
 pub mod capability;
 pub mod config;
-pub mod engine_module;
+pub mod engine_artifact;
 pub mod engine_start;
 pub mod error;
 pub mod guard;

@@ -186,6 +186,7 @@ impl<B: Backend> Executor<B> {
                     root: dirs.cache.clone(),
                     max_bytes: config.max_cache_mb << 20,
                 }),
+                trusted_keys.clone(),
             ),
             capabilities,
             log_budget: LogBudget::new(config.max_pending_log_mb << 20),

@@ -4,7 +4,7 @@
 //! backend's memory cannot take a mapping, the same runs are copied into it.
 //!
 //! An engine's image holds what its data segments put in memory (the executor lifts them out of
-//! the module, see `engine_module.rs`); an action's image is its engine's with the pages its
+//! the module, see `executor/engine-module`); an action's image is its engine's with the pages its
 //! snapshot changed layered over them, from a file of the action's own. A file is sealed once
 //! written: nothing, the executor included, can change pages that live instances map. A memory
 //! an image was mapped into can be reset to it (only the pages an instance changed), for a

@@ -55,7 +55,7 @@ pub enum PrepareInput<'a> {
         sha256: &'a str,
     },
     Precompiled(&'a Envelope<'a>),
-    /// A language engine, its active data lifted out (`engine_module.rs`): every instance of it
+    /// A language engine, its active data lifted out (`executor/engine-module`): every instance of it
     /// is given an [`InstanceState`] with a memory image, which the backend maps into the
     /// instance's memory where it can (else copies).
     Engine {

@@ -8,7 +8,9 @@ use std::{path::PathBuf, process::ExitCode};
 
 use anyhow::{Context, bail};
 use clap::{CommandFactory, FromArgMatches, Parser};
-use wasm_artifact::{Envelope, OperatorKey, RuntimeId, host_target, package};
+use wasm_artifact::{
+    Envelope, OperatorKey, RuntimeId, artifact_file_name, host_target, package, target_arch,
+};
 
 pub use cpu::{CpuLevel, TargetCpu};
 
@@ -24,6 +26,15 @@ pub trait Compiler {
         let mut targets = vec![host_target(), "aarch64-unknown-linux-gnu".into()];
         targets.dedup();
         targets
+    }
+
+    /// The module to compile out of the input file's (by default the input itself).
+    fn module_to_compile(
+        &self,
+        wasm: Vec<u8>,
+        _options: &Self::Options,
+    ) -> anyhow::Result<Vec<u8>> {
+        Ok(wasm)
     }
 
     /// Native code for `target` and `cpu` (the driver checked that a level is one of the
@@ -123,6 +134,8 @@ fn run<C: Compiler>(compiler: &C, args: Args<C::Options>) -> anyhow::Result<()> 
             args.input.display()
         );
     }
+    let input_bytes = wasm.len();
+    let wasm = compiler.module_to_compile(wasm, &args.runtime)?;
     let payload = compiler
         .compile(&wasm, &args.target, cpu, &args.runtime)
         .with_context(|| format!("compiling {} with {}", args.input.display(), C::RUNTIME))?;
@@ -134,8 +147,8 @@ fn run<C: Compiler>(compiler: &C, args: Args<C::Options>) -> anyhow::Result<()> 
         .input
         .file_stem()
         .map_or_else(|| "action".into(), |s| s.to_string_lossy().into_owned());
-    let arch = args.target.split('-').next().unwrap_or("unknown");
-    let artifact_name = format!("{stem}.{}-{arch}.owart", C::RUNTIME);
+    let arch = target_arch(&args.target);
+    let artifact_name = artifact_file_name(&stem, C::RUNTIME, &args.target);
     let bytes = envelope.to_bytes();
     let (bytes, default_name) = if args.zip {
         (
@@ -167,7 +180,7 @@ fn run<C: Compiler>(compiler: &C, args: Args<C::Options>) -> anyhow::Result<()> 
             "unsigned"
         },
         args.input.display(),
-        wasm.len()
+        input_bytes
     );
     Ok(())
 }

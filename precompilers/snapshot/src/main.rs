@@ -216,6 +216,8 @@ fn state_of(
         language,
         &engine_path.to_path_buf(),
         None,
+        // wasmtime compiles the engine: no native code of it is looked for, nor keys needed.
+        &Default::default(),
         MAX_MEMORY_BYTES,
         deadline,
     )

@@ -8,7 +8,7 @@ mod target;
 
 use std::process::ExitCode;
 
-use anyhow::bail;
+use anyhow::{Context, bail};
 use wasm_artifact::{RuntimeId, host_target};
 use wasm_precompile::{Compiler, TargetCpu};
 
@@ -24,6 +24,14 @@ struct WamrOptions {
     /// by either (docs/backends.md, "Code that executes in place").
     #[arg(long)]
     xip: bool,
+
+    /// The input is a language engine (`actions/dist/quickjs.wasm`, `python.wasm`): compile it
+    /// as the executor runs engines (its mutable globals exported, its data lifted out into the
+    /// memory image), into the artifact the WAMR executor looks for beside the engine — by
+    /// default the name this writes, e.g. `quickjs.wamr-x86_64.owart` — to run the engine as
+    /// AOT code instead of interpreting it.
+    #[arg(long, conflicts_with = "zip")]
+    engine: bool,
 }
 
 impl Compiler for Wamr {
@@ -37,6 +45,15 @@ impl Compiler for Wamr {
             "aarch64-unknown-linux-gnu".into(),
             "armv7-unknown-linux-gnueabihf".into(),
         ]
+    }
+
+    fn module_to_compile(&self, wasm: Vec<u8>, options: &WamrOptions) -> anyhow::Result<Vec<u8>> {
+        if !options.engine {
+            return Ok(wasm);
+        }
+        Ok(wasm_executor_engine_module::prepare(&wasm)
+            .context("the input is not an engine the executor can run")?
+            .wasm)
     }
 
     fn compile(

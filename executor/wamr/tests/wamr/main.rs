@@ -3,7 +3,8 @@
 //! another profile, for another CPU, for CPU features the machine lacks (an executor on an older
 //! CPU emulated by qemu-user) or holding something else than AOT code, out-of-bounds
 //! accesses and runaway recursion that trap (guard pages) while the process keeps serving,
-//! start functions, memory limits, and the time limit for many looping guests at once.
+//! start functions, memory limits, the time limit for many looping guests at once, and a
+//! language engine run as the AOT code beside it.
 //!
 //! Run with `--features wamr`; `wasm-precompile-wamr` (and `wasm-precompile`, from the default
 //! build) must be built next to the executor: `make test-wamr` does all of it.
@@ -845,4 +846,56 @@ fn code_executing_in_place_runs_from_a_mapping_of_its_own() {
     assert_eq!(with_both - after, file_pages, "the pages were unmapped");
     healthy(&ex);
     assert_eq!(ex.run("aot", params).expect(200).json(), interp);
+}
+
+/// A language engine with the AOT code `wasm-precompile-wamr --engine` made of it lying beside it
+/// (`scripts/engine-artifacts.sh`, under the precompiler's name for it) runs as that code: the
+/// executor maps it executable. An artifact that does not fit the engine (here the Python
+/// engine's under the JavaScript engine's name) is passed over and the engine interpreted, with
+/// the same results.
+#[test]
+fn an_engine_runs_as_the_aot_code_beside_it_and_code_that_does_not_fit_is_passed_over() {
+    let engine = harness::js_engine();
+    let arch = host_target().split('-').next().unwrap().to_owned();
+    let beside = |name: &str| engine.with_file_name(format!("{name}.wamr-{arch}.owart"));
+    for name in ["quickjs", "python"] {
+        assert!(
+            beside(name).is_file(),
+            "{} is missing: scripts/engine-artifacts.sh makes it",
+            beside(name).display()
+        );
+    }
+    let fitting = ScratchDir::new("wamr-engine-aot");
+    let other = ScratchDir::new("wamr-engine-other");
+    for (dir, artifact) in [(&fitting, beside("quickjs")), (&other, beside("python"))] {
+        std::fs::copy(&engine, dir.0.join("quickjs.wasm")).unwrap();
+        std::fs::copy(&artifact, dir.0.join(format!("quickjs.wamr-{arch}.owart"))).unwrap();
+    }
+    let source = "const table = Array.from({ length: 50 }, (_, i) => i * i);\n\
+                  function main(p) { return { sum: table.reduce((a, b) => a + b, 0) + p.x }; }";
+    let init = json!({ "kind": "nodejs:20", "code": source, "binary": false, "main": "main" });
+    let mut executable = Vec::new();
+    for dir in [&fitting, &other] {
+        let engine = dir.0.join("quickjs.wasm");
+        let ex = Executor::start_with(&["--js-engine", engine.to_str().unwrap()]);
+        ex.init("js", init.clone()).expect(200);
+        assert_eq!(
+            ex.run("js", json!({"x": 1})).expect(200).json(),
+            json!({"sum": 40426})
+        );
+        let (bytes, wx) = executable_anonymous_bytes(&ex);
+        assert!(!wx, "no mapping is writable and executable at once");
+        executable.push(bytes);
+        ex.assert_healthy();
+    }
+    let aot_code = Envelope::parse(&std::fs::read(beside("quickjs")).unwrap())
+        .unwrap()
+        .payload
+        .len() as u64;
+    assert!(
+        executable[0] >= aot_code / 2 && executable[1] + aot_code / 2 <= executable[0],
+        "executable anonymous bytes with the engine's AOT code {} and with code that does not fit it {}, the code {aot_code} bytes",
+        executable[0],
+        executable[1]
+    );
 }

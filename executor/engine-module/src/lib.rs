@@ -1,7 +1,7 @@
 //! A language engine as the executor runs it: every mutable global it defines exported (as
 //! `__ow_global_N`), so that a snapshot of an instance can read them and write them into the
 //! next one, and its active data segments lifted out, so that what they put in memory reaches
-//! every instance as a memory image (`backend/memory_image.rs`) instead of being copied in at
+//! every instance as a memory image (the executor's `backend/memory_image.rs`) instead of being copied in at
 //! each instantiation. Every other section is copied as it is.
 
 use anyhow::{Context, bail};
