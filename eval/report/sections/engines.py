@@ -153,10 +153,11 @@ def verdict(value, figure):
 
 def verdict_of_all(backends, figure):
     """'within the target on every backend', or the backends over it."""
-    over = [DISPLAY.get(n, n) for n, f in backends.items() if median(f, figure) > upper_bound(figure)]
+    bound = upper_bound(figure)
+    over = [DISPLAY.get(n, n) for n, f in backends.items() if median(f, figure) > bound]
     if not over:
         return "within the target on every backend"
-    return f"over the target of {fmt.ms(upper_bound(figure))} on {', '.join(over)}"
+    return f"over the target of {fmt.ms(bound)} on {', '.join(over)}"
 
 
 def engines_figures():
