@@ -70,8 +70,10 @@ wait "$perf_pid" || true
 
 [[ -n ${PROFILE_KEEP:-} ]] && echo "perf data and script kept in $scratch"
 step "sorting the samples (perf script, a few minutes)"
-perf script -i "$scratch/perf.data" --pid "$pid" -F pid,tid,comm,time,ip,sym,dso \
+# Frames by symbol, without the functions inlined into them: resolving those runs addr2line
+# over each binary's debug information, which takes hours for a build with LLVM in it.
+perf script -i "$scratch/perf.data" --pid "$pid" --no-inline -F pid,tid,comm,time,ip,sym,dso \
     >"$scratch/script.txt" 2>/dev/null
 python3 eval/profile/breakdown.py "$out/summary.json" "$scratch/script.txt" \
-    --perf-version "$(perf --version)" --frequency 1999 >"$out/breakdown.json"
+    --perf-version "$(perf --version), perf script --no-inline" --frequency 1999 >"$out/breakdown.json"
 python3 eval/profile/breakdown.py --show "$out/breakdown.json"

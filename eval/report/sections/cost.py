@@ -7,6 +7,8 @@ from report.sections import _evaluation_util as ev
 
 RUNS = "platform-cost/run-*"
 PROFILE = "platform-cost/profile-wasmtime/breakdown.json"
+# The builds that run guests on the blocking pool, profiled the same way.
+POOL_PROFILES = ("wasmer", "wamr")
 CUT = "platform-cost/cut"
 DOCKER = "docker"
 EXECUTORS = ("wasmtime", "wasmer", "wamr")
@@ -120,6 +122,80 @@ HTTP_PART = "HTTP server (hyper, axum, tower)"
 # Below this share of the samples, no part of the warm path "dominates" it.
 DOMINANT = 0.25
 
+def _share(stretch, part):
+    """The share of `stretch`'s samples that went to `part`."""
+    n = next((p["samples"] for p in stretch["parts"] if p["part"] == part), 0)
+    return n / stretch["samples"]
+
+
+def _cost_stretch(profile, connection):
+    return next(s for s in profile["stretches"]
+                if s["experiment"] == "cost" and s.get("connection") == connection)
+
+
+# The parts of the warm path that make and end an instance: its memory among them.
+LIFECYCLE = ("instantiation", "instance teardown")
+
+
+def _pool_profile_figures(runs):
+    """The wasmer and WAMR builds' profiles: each part's share of a warm activation's samples,
+    times the mean CPU per activation of the repeated runs, kept alive and on new connections."""
+    columns = []
+    for p in POOL_PROFILES:
+        profile = records.json_of(f"platform-cost/profile-{p}/breakdown.json")
+        for connection in ("kept-alive", "new"):
+            mean = fmt.mean(_series(runs, lambda r: _cost(r)[(p, connection)]["cpu_us"]))
+            columns.append((p, connection, profile, _cost_stretch(profile, connection), mean))
+    parts = []
+    for *_, stretch, _ in columns:
+        for part in stretch["parts"]:
+            if part["part"] not in parts:
+                parts.append(part["part"])
+    rows = [[part, *(f"{fmt.pct(_share(st, part), 1)} · {fmt.us(_share(st, part) * mean, 2)}"
+                     for *_, st, mean in columns)] for part in parts]
+    rows.append(["**all** (samples)", *(f"{fmt.pct(1)} · {fmt.us(mean, 3)} ({st['samples']:,})"
+                                        for *_, st, mean in columns)])
+    header = ["part of the warm path",
+              *(f"{ev.name(p)}, {CONNECTIONS[c]}" for p, c, *_ in columns)]
+    kept = {p: st for p, c, _, st, _ in columns if c == "kept-alive"}
+    lifecycle = {p: sum(_share(st, part) for part in LIFECYCLE) for p, st in kept.items()}
+    for p, st in kept.items():
+        largest = max(st["parts"], key=lambda part: part["samples"])["part"]
+        if largest not in LIFECYCLE and lifecycle[p] < _share(st, largest):
+            raise ValueError(f"the prose says making and ending the instance take the largest "
+                             f"share of {p}'s kept-alive warm path; {largest} does")
+    wasmtime = _cost_stretch(records.json_of(PROFILE), "kept-alive")
+    wasmtime_lifecycle = sum(_share(wasmtime, part) for part in LIFECYCLE)
+    wasmtime_us = fmt.across(_series(runs, lambda r: _cost(r)[("wasmtime", "kept-alive")]["cpu_us"]))[0]
+    lifecycle_us = {p: lifecycle[p] * fmt.mean(_series(
+        runs, lambda r, p=p: _cost(r)[(p, "kept-alive")]["cpu_us"])) for p in POOL_PROFILES}
+    if min(lifecycle_us.values()) <= wasmtime_lifecycle * wasmtime_us:
+        raise ValueError("the prose says the pool builds spend more on the instance's life than "
+                         "wasmtime does")
+    waiting = "waiting and waking threads"
+    waiting_us = {p: _share(st, waiting) * fmt.mean(_series(
+        runs, lambda r, p=p: _cost(r)[(p, "kept-alive")]["cpu_us"])) for p, st in kept.items()}
+    wasmtime_waiting_us = _share(wasmtime, waiting) * wasmtime_us
+    if min(waiting_us.values()) <= wasmtime_waiting_us:
+        raise ValueError("the prose says handing guests to the pool costs the pool builds more "
+                         "waiting and waking than wasmtime's guests on their tasks")
+    others = [c[2]["machine"]["cpu_others_percent"] / 100 for c in columns]
+    first = records.json_of(f"platform-cost/profile-{POOL_PROFILES[0]}/breakdown.json")
+    return {
+        "pool_profile_others": fmt.span(others, fmt.pct),
+        "pool_waiting_us_span": fmt.span(list(waiting_us.values()), lambda x: fmt.us(x, 2)),
+        "wasmtime_waiting_us": fmt.us(wasmtime_waiting_us, 2),
+        "pool_profile_table": fmt.table(header, rows, right=tuple(range(1, len(columns) + 1))),
+        "pool_profile_dates": " and ".join(sorted({c[2]["date_utc"][:10] for c in columns})),
+        "pool_profile_commits": " and ".join(sorted({f"`{c[2]['commit']}`" for c in columns})),
+        "pool_profile_perf": first["perf"],
+        "pool_lifecycle_span": fmt.span(list(lifecycle.values()), fmt.pct),
+        "pool_lifecycle_us_span": fmt.span(list(lifecycle_us.values()), lambda x: fmt.us(x, 2)),
+        "wasmtime_lifecycle": fmt.pct(wasmtime_lifecycle),
+        "wasmtime_lifecycle_us": fmt.us(wasmtime_lifecycle * wasmtime_us, 2),
+    }
+
+
 def _profile_figures(runs):
     profile = records.json_of(PROFILE)
     means = {
@@ -144,9 +220,7 @@ def _profile_figures(runs):
                 parts.append(part["part"])
 
     def share(key, part):
-        stretch = stretches[key]
-        n = next((p["samples"] for p in stretch["parts"] if p["part"] == part), 0)
-        return n / stretch["samples"]
+        return _share(stretches[key], part)
 
     kept = {part: share(("cost", "kept-alive"), part) for part in parts}
     if max(kept.values()) > DOMINANT or max(kept, key=kept.get) != HTTP_PART:
@@ -259,5 +333,6 @@ def figures():
     figures.update(_ratio_figures(runs))
     figures.update(_io_figures(runs))
     figures.update(_profile_figures(runs))
+    figures.update(_pool_profile_figures(runs))
     figures.update(_cut_figures())
     return figures
