@@ -214,7 +214,8 @@ impl Backend for WasmtimeBackend {
     fn run(&self, module: &PreparedModule, activation: &Activation, cpu: CpuSlot) -> GuestExit {
         // A host call still blocked after the deadline is interrupted (see `unblock.rs`).
         let _unblock = self.unblocker.register(activation.deadline);
-        self.host_io.block_on(self.execute(module, activation, cpu))
+        self.host_io
+            .block_on(self.execute(module, activation, cpu, drop))
     }
 
     fn capture(
@@ -255,24 +256,47 @@ impl Backend for WasmtimeBackend {
         activation: &Activation,
         cpu: CpuSlot,
     ) -> impl Future<Output = GuestExit> + Send {
-        self.execute(module, activation, cpu)
+        self.execute(module, activation, cpu, |store| {
+            self.end_after_answer(module, store)
+        })
     }
 }
 
 impl WasmtimeBackend {
-    /// Instantiates `module` in a fresh store and calls its entry point, asynchronously.
+    /// Instantiates `module` in a fresh store and calls its entry point, asynchronously; the
+    /// store of an activation that ended is handed to `end`.
     async fn execute(
         &self,
         module: &PreparedModule,
         activation: &Activation,
         cpu: CpuSlot,
+        end: impl FnOnce(Store<RunState>),
     ) -> GuestExit {
         match self
             .instantiate_and_call(module, activation, cpu, Some(&module.entry))
             .await
         {
-            Ok((_, _, code)) => GuestExit::Exited(code),
+            Ok((store, _, code)) => {
+                end(store);
+                GuestExit::Exited(code)
+            }
             Err(exit) => exit,
+        }
+    }
+
+    /// Ends the instance of an activation on its request's task, after the answer where that
+    /// is safe: a language engine's store is dropped by a task of its own, which tokio runs
+    /// next on the same worker, once the request's task has handed the answer to its
+    /// connection. Resetting an engine's memory to its image is most of a warm activation's
+    /// teardown, and nothing of the answer waits for it; the store keeps the guest's CPU slot
+    /// until then, so the teardown still counts against the computing guests. Engines' memories
+    /// are made on demand. A pooled instance's slot must be free again before the service
+    /// gives its admission back, so every other store is dropped here.
+    fn end_after_answer(&self, module: &PreparedModule, store: Store<RunState>) {
+        if Engine::same(module.pre.module().engine(), &self.image_engine) {
+            tokio::spawn(async move { drop(store) });
+        } else {
+            drop(store);
         }
     }
 
