@@ -140,6 +140,10 @@ test_suite() {
             # gigabytes to set up. 32 cover the suite (16 sleepers at once); tests that set
             # --max-instances override it.
             "WASM_EXECUTOR_MAX_INSTANCES=32"
+            # Starting CPython at emulated speed takes tens of seconds, more on a loaded machine,
+            # and an engine's start is held to the longest /init: 60 s by default. Tests that
+            # set --max-init-ms keep theirs.
+            "WASM_EXECUTOR_MAX_INIT_MS=300000"
         )
         local selection=("${SKIPPED[@]}")
         if [[ "$backend" == wasmer-headless ]]; then
