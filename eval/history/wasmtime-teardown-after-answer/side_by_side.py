@@ -6,7 +6,8 @@
 Both executors run at once, each with the language's engine from actions/dist and one container
 of eval/engines.py's action for the language, warmed by 20 /runs; then each round sends one
 warm /run to each, the order alternating round by round, and takes the client's time and the
-executor's own (the sum of its /run histogram before and after). Medians and means per build.
+executor's own (`eval/engines.py`'s `executor_ms` before and after; no /init comes between).
+Medians and means per build.
 """
 
 import argparse
@@ -23,13 +24,6 @@ HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 sys.path.insert(0, str(REPO / "eval"))
 import engines  # noqa: E402  (eval/engines.py: its actions, its Executor)
-
-
-def run_duration_ms(ex):
-    status, text = ex.request("GET", "/metrics")
-    engines.expect(status, text, "metrics")
-    return 1000 * sum(float(line.split()[-1]) for line in text.splitlines()
-                      if line.startswith("wasm_executor_run_duration_seconds_sum"))
 
 
 def main():
@@ -61,11 +55,11 @@ def main():
         for r in range(args.rounds):
             for name in names if r % 2 == 0 else names[::-1]:
                 ex = executors[name]
-                before = run_duration_ms(ex)
+                before = engines.executor_ms(ex)
                 status, text, ms = ex.timed("POST", "/warm/run", {"value": {"name": "Ada"}})
                 engines.expect(status, text, f"{name} warm run")
                 samples[name]["client_ms"].append(ms)
-                samples[name]["executor_ms"].append(run_duration_ms(ex) - before)
+                samples[name]["executor_ms"].append(engines.executor_ms(ex) - before)
     finally:
         for ex in executors.values():
             ex.stop()

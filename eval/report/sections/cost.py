@@ -140,59 +140,63 @@ LIFECYCLE = ("instantiation", "instance teardown")
 def _pool_profile_figures(runs):
     """The wasmer and WAMR builds' profiles: each part's share of a warm activation's samples,
     times the mean CPU per activation of the repeated runs, kept alive and on new connections."""
-    columns = []
-    for p in POOL_PROFILES:
-        profile = records.json_of(f"platform-cost/profile-{p}/breakdown.json")
-        for connection in ("kept-alive", "new"):
-            mean = fmt.mean(_series(runs, lambda r: _cost(r)[(p, connection)]["cpu_us"]))
-            columns.append((p, connection, profile, _cost_stretch(profile, connection), mean))
+    def mean_cpu(platform, connection):
+        return fmt.mean(_series(runs, lambda r: _cost(r)[(platform, connection)]["cpu_us"]))
+
+    profiles = {p: records.json_of(f"platform-cost/profile-{p}/breakdown.json")
+                for p in POOL_PROFILES}
+    columns = [(p, c, _cost_stretch(profiles[p], c), mean_cpu(p, c))
+               for p in POOL_PROFILES for c in ("kept-alive", "new")]
     parts = []
-    for *_, stretch, _ in columns:
+    for _, _, stretch, _ in columns:
         for part in stretch["parts"]:
             if part["part"] not in parts:
                 parts.append(part["part"])
     rows = [[part, *(f"{fmt.pct(_share(st, part), 1)} · {fmt.us(_share(st, part) * mean, 2)}"
-                     for *_, st, mean in columns)] for part in parts]
+                     for _, _, st, mean in columns)] for part in parts]
     rows.append(["**all** (samples)", *(f"{fmt.pct(1)} · {fmt.us(mean, 3)} ({st['samples']:,})"
-                                        for *_, st, mean in columns)])
+                                        for _, _, st, mean in columns)])
     header = ["part of the warm path",
-              *(f"{ev.name(p)}, {CONNECTIONS[c]}" for p, c, *_ in columns)]
-    kept = {p: st for p, c, _, st, _ in columns if c == "kept-alive"}
-    lifecycle = {p: sum(_share(st, part) for part in LIFECYCLE) for p, st in kept.items()}
-    for p, st in kept.items():
-        largest = max(st["parts"], key=lambda part: part["samples"])["part"]
-        if largest not in LIFECYCLE and lifecycle[p] < _share(st, largest):
+              *(f"{ev.name(p)}, {CONNECTIONS[c]}" for p, c, _, _ in columns)]
+
+    # Kept alive: each build's share of a part, and that share of its mean CPU per activation.
+    kept = {p: (st, mean) for p, c, st, mean in columns if c == "kept-alive"}
+    kept["wasmtime"] = (_cost_stretch(records.json_of(PROFILE), "kept-alive"),
+                        mean_cpu("wasmtime", "kept-alive"))
+    lifecycle = {p: sum(_share(st, part) for part in LIFECYCLE) for p, (st, _) in kept.items()}
+    lifecycle_us = {p: lifecycle[p] * mean for p, (_, mean) in kept.items()}
+    waiting = {p: _share(st, "waiting and waking threads") * mean for p, (st, mean) in kept.items()}
+    for p in POOL_PROFILES:
+        stretch = kept[p][0]
+        largest = max(stretch["parts"], key=lambda part: part["samples"])["part"]
+        if largest not in LIFECYCLE and lifecycle[p] < _share(stretch, largest):
             raise ValueError(f"the prose says making and ending the instance take the largest "
                              f"share of {p}'s kept-alive warm path; {largest} does")
-    wasmtime = _cost_stretch(records.json_of(PROFILE), "kept-alive")
-    wasmtime_lifecycle = sum(_share(wasmtime, part) for part in LIFECYCLE)
-    wasmtime_us = fmt.across(_series(runs, lambda r: _cost(r)[("wasmtime", "kept-alive")]["cpu_us"]))[0]
-    lifecycle_us = {p: lifecycle[p] * fmt.mean(_series(
-        runs, lambda r, p=p: _cost(r)[(p, "kept-alive")]["cpu_us"])) for p in POOL_PROFILES}
-    if min(lifecycle_us.values()) <= wasmtime_lifecycle * wasmtime_us:
-        raise ValueError("the prose says the pool builds spend more on the instance's life than "
-                         "wasmtime does")
-    waiting = "waiting and waking threads"
-    waiting_us = {p: _share(st, waiting) * fmt.mean(_series(
-        runs, lambda r, p=p: _cost(r)[(p, "kept-alive")]["cpu_us"])) for p, st in kept.items()}
-    wasmtime_waiting_us = _share(wasmtime, waiting) * wasmtime_us
-    if min(waiting_us.values()) <= wasmtime_waiting_us:
-        raise ValueError("the prose says handing guests to the pool costs the pool builds more "
-                         "waiting and waking than wasmtime's guests on their tasks")
-    others = [c[2]["machine"]["cpu_others_percent"] / 100 for c in columns]
-    first = records.json_of(f"platform-cost/profile-{POOL_PROFILES[0]}/breakdown.json")
+        if lifecycle_us[p] <= lifecycle_us["wasmtime"]:
+            raise ValueError("the prose says the pool builds spend more on the instance's life "
+                             "than wasmtime does")
+        if waiting[p] <= waiting["wasmtime"]:
+            raise ValueError("the prose says handing guests to the pool costs the pool builds "
+                             "more waiting and waking than wasmtime's guests on their tasks")
+    def pool(figure):
+        return [figure[p] for p in POOL_PROFILES]
+
+    def us2(x):
+        return fmt.us(x, 2)
+
     return {
-        "pool_profile_others": fmt.span(others, fmt.pct),
-        "pool_waiting_us_span": fmt.span(list(waiting_us.values()), lambda x: fmt.us(x, 2)),
-        "wasmtime_waiting_us": fmt.us(wasmtime_waiting_us, 2),
         "pool_profile_table": fmt.table(header, rows, right=tuple(range(1, len(columns) + 1))),
-        "pool_profile_dates": " and ".join(sorted({c[2]["date_utc"][:10] for c in columns})),
-        "pool_profile_commits": " and ".join(sorted({f"`{c[2]['commit']}`" for c in columns})),
-        "pool_profile_perf": first["perf"],
-        "pool_lifecycle_span": fmt.span(list(lifecycle.values()), fmt.pct),
-        "pool_lifecycle_us_span": fmt.span(list(lifecycle_us.values()), lambda x: fmt.us(x, 2)),
-        "wasmtime_lifecycle": fmt.pct(wasmtime_lifecycle),
-        "wasmtime_lifecycle_us": fmt.us(wasmtime_lifecycle * wasmtime_us, 2),
+        "pool_profile_dates": " and ".join(sorted({pr["date_utc"][:10] for pr in profiles.values()})),
+        "pool_profile_commits": " and ".join(sorted({f"`{pr['commit']}`" for pr in profiles.values()})),
+        "pool_profile_perf": profiles[POOL_PROFILES[0]]["perf"],
+        "pool_profile_others": fmt.span(
+            [pr["machine"]["cpu_others_percent"] / 100 for pr in profiles.values()], fmt.pct),
+        "pool_lifecycle_span": fmt.span(pool(lifecycle), fmt.pct),
+        "pool_lifecycle_us_span": fmt.span(pool(lifecycle_us), us2),
+        "wasmtime_lifecycle": fmt.pct(lifecycle["wasmtime"]),
+        "wasmtime_lifecycle_us": us2(lifecycle_us["wasmtime"]),
+        "pool_waiting_us_span": fmt.span(pool(waiting), us2),
+        "wasmtime_waiting_us": us2(waiting["wasmtime"]),
     }
 
 
