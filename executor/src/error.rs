@@ -9,6 +9,8 @@ use axum::{
 use serde_json::json;
 use thiserror::Error;
 
+use wasm_executor_decode::snapshot_file::StateFileError;
+
 use crate::{capability::GrantError, outcome::Outcome, pool::PoolError};
 
 /// The `Retry-After` of a 503 that passes as activations end (HTTP wants whole seconds; a client
@@ -109,6 +111,15 @@ impl From<GrantError> for ServiceError {
             GrantError::Refused(why) => ServiceError::InitFailed(why),
             GrantError::Unavailable(why) => ServiceError::Internal(why),
         }
+    }
+}
+
+/// A state file uploaded as an action's code that does not parse.
+impl From<StateFileError> for ServiceError {
+    fn from(error: StateFileError) -> Self {
+        ServiceError::InitFailed(format!(
+            "Initialization has failed: the action's state file is damaged: {error}"
+        ))
     }
 }
 

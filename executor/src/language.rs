@@ -15,6 +15,7 @@
 //! against the engine.
 
 use std::{
+    cell::RefCell,
     collections::BTreeMap,
     path::PathBuf,
     sync::{Arc, OnceLock},
@@ -24,7 +25,7 @@ use std::{
 use serde::Deserialize;
 use wasm_artifact::TrustedKeys;
 use wasm_executor_decode::{
-    snapshot_file::{PrintedLine, StateFile},
+    snapshot_file::{PrintedLine, StateFile, StateFileError},
     sources::Sources,
 };
 use wasm_executor_engine_module as engine_module;
@@ -34,7 +35,7 @@ use crate::{
         Activation, Backend, GuestExit, InstanceState, ModuleSpec, PortableModules, PrepareInput,
         disk_cache::DiskCache,
         memory_image::MemoryImage,
-        snapshot::{InstanceImage, PAGE_BYTES, Snapshot},
+        snapshot::{GlobalValue, InstanceImage, PAGE_BYTES, Snapshot},
     },
     capability::Grants,
     engine_artifact,
@@ -372,8 +373,13 @@ impl<C> Engine<C> {
     }
 
     /// A state file as this engine's action state, when it was taken on this very engine and
-    /// fits its globals and memory. (Its language and `main` are the /init's to check.)
-    pub fn restore_state(&self, file: StateFile) -> Result<PreInitialized, ServiceError> {
+    /// fits its globals and memory: `file` parsed without its writes, which are `writes`. (Its
+    /// language and `main` are the /init's to check.)
+    pub fn restore_state<'a>(
+        &self,
+        file: StateFile,
+        writes: impl IntoIterator<Item = (usize, &'a [u8])> + Clone,
+    ) -> Result<PreInitialized, ServiceError> {
         let refused =
             |why: String| ServiceError::InitFailed(format!("Initialization has failed: {why}"));
         if file.engine_sha256 != self.sha256 {
@@ -405,8 +411,9 @@ impl<C> Engine<C> {
                 file.snapshot.memory_pages
             )));
         }
+        let snapshot = &file.snapshot;
         Ok(PreInitialized {
-            state: Arc::new(self.state_of(&file.snapshot)?),
+            state: Arc::new(self.state_from(&snapshot.globals, snapshot.memory_pages, writes)?),
             output: file
                 .output
                 .into_iter()
@@ -419,22 +426,65 @@ impl<C> Engine<C> {
                     CapturedLine::restored(stream, line.text)
                 })
                 .collect(),
-            snapshot: Arc::new(file.snapshot),
         })
     }
 
     /// The state instances of an action start from: `snapshot` over this engine's image.
     fn state_of(&self, snapshot: &Snapshot) -> Result<InstanceState, ServiceError> {
         let writes = snapshot.writes.iter().map(|(at, bytes)| (*at, &bytes[..]));
+        self.state_from(&snapshot.globals, snapshot.memory_pages, writes)
+    }
+
+    /// The state instances of an action start from: a snapshot's globals, memory size and
+    /// writes over this engine's image.
+    fn state_from<'a>(
+        &self,
+        globals: &[(String, GlobalValue)],
+        memory_pages: u64,
+        writes: impl IntoIterator<Item = (usize, &'a [u8])> + Clone,
+    ) -> Result<InstanceState, ServiceError> {
         let image = self.base.image.with_writes(writes).map_err(|e| {
             ServiceError::Internal(format!("the action's memory image cannot be made: {e}"))
         })?;
         Ok(InstanceState {
-            globals: snapshot.globals.clone(),
-            memory_pages: snapshot.memory_pages,
+            globals: globals.to_vec(),
+            memory_pages,
             image,
         })
     }
+}
+
+thread_local! {
+    /// The buffer this thread unpacks state files into, kept for the next one.
+    static UNPACKED: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+/// Most bytes of unpacking buffer a thread keeps from one state file to the next.
+const KEPT_UNPACKED_BYTES: usize = 64 << 20;
+
+/// Parses the state file `bytes` (its memory at most `max_memory_bytes`) with this thread's
+/// unpacking buffer and hands `restore` the file without its writes and the writes, borrowed
+/// from that buffer.
+pub fn with_state_file<T, E: From<StateFileError>>(
+    bytes: &[u8],
+    max_memory_bytes: u64,
+    restore: impl FnOnce(StateFile, &[(usize, &[u8])]) -> Result<T, E>,
+) -> Result<T, E> {
+    UNPACKED.with(|kept| {
+        let mut unpacked = kept.take();
+        let restored = StateFile::parse_into(bytes, max_memory_bytes, &mut unpacked)
+            .map_err(E::from)
+            .and_then(|(file, writes)| {
+                let writes: Vec<(usize, &[u8])> = writes
+                    .into_iter()
+                    .map(|(offset, range)| (offset, &unpacked[range]))
+                    .collect();
+                restore(file, &writes)
+            });
+        if unpacked.capacity() <= KEPT_UNPACKED_BYTES {
+            kept.replace(unpacked);
+        }
+        restored
+    })
 }
 
 /// The file form of an action's state, taken on the `language` engine whose file has
@@ -444,8 +494,9 @@ pub fn state_file(
     engine_sha256: &str,
     main: &str,
     made_by: &str,
-    state: &PreInitialized,
+    taken: &TakenState,
 ) -> StateFile {
+    let (state, snapshot) = (&taken.state, &taken.snapshot);
     StateFile {
         language: language.name().into(),
         engine_sha256: engine_sha256.into(),
@@ -460,9 +511,9 @@ pub fn state_file(
             .collect(),
         made_by: made_by.into(),
         snapshot: Snapshot {
-            globals: state.snapshot.globals.clone(),
-            memory_pages: state.snapshot.memory_pages,
-            writes: state.snapshot.writes.clone(),
+            globals: snapshot.globals.clone(),
+            memory_pages: snapshot.memory_pages,
+            writes: snapshot.writes.clone(),
         },
     }
 }
@@ -487,31 +538,32 @@ pub fn pre_initialize_or_reuse<B: Backend>(
     cpu: CpuSlot,
 ) -> Result<PreInitialized, ServiceError> {
     let Some(states) = &engine.states else {
-        return pre_initialize(backend, engine, &action, memory_limit_bytes, limit, cpu);
+        return pre_initialize(backend, engine, &action, memory_limit_bytes, limit, cpu)
+            .map(|taken| taken.state);
     };
     let key = wasm_artifact::sha256_hex(action.document.as_bytes());
     let kept = states.load(&key, |bytes| {
-        let file = StateFile::parse(bytes, engine.max_memory_bytes)?;
-        Ok(engine.restore_state(file)?)
+        with_state_file(bytes, engine.max_memory_bytes, |file, writes| {
+            Ok::<_, anyhow::Error>(engine.restore_state(file, writes.iter().copied())?)
+        })
     });
     if let Some(state) = kept {
         tracing::debug!(%key, "action state read from disk");
         return Ok(state);
     }
-    let state = pre_initialize(backend, engine, &action, memory_limit_bytes, limit, cpu)?;
+    let taken = pre_initialize(backend, engine, &action, memory_limit_bytes, limit, cpu)?;
     let (language, sha256) = (engine.language, engine.sha256.clone());
     let main = action.main.to_owned();
-    let kept = PreInitialized {
-        snapshot: Arc::clone(&state.snapshot),
-        state: Arc::clone(&state.state),
-        output: state.output.clone(),
+    let state = PreInitialized {
+        state: Arc::clone(&taken.state.state),
+        output: taken.state.output.clone(),
     };
     let states = Arc::clone(states);
     let stored = std::thread::Builder::new()
         .name("state-store".into())
         .spawn(move || {
             let made_by = concat!("wasm-executor ", env!("CARGO_PKG_VERSION"));
-            let file = state_file(language, &sha256, &main, made_by, &kept);
+            let file = state_file(language, &sha256, &main, made_by, &taken);
             states.store_with(&key, || Ok(file.to_bytes()));
         });
     if let Err(error) = stored {
@@ -531,7 +583,7 @@ pub fn pre_initialize<B: Backend>(
     memory_limit_bytes: u64,
     limit: Duration,
     cpu: CpuSlot,
-) -> Result<PreInitialized, ServiceError> {
+) -> Result<TakenState, ServiceError> {
     let started = Instant::now();
     let deadline = started + limit;
     let (start, cpu) = started_engine(backend, engine, action.namespace, deadline, cpu);
@@ -556,10 +608,9 @@ pub fn pre_initialize<B: Backend>(
         took_us = started.elapsed().as_micros() as u64,
         "action pre-initialised"
     );
-    Ok(PreInitialized {
+    Ok(TakenState {
+        state: PreInitialized { state, output },
         snapshot,
-        state,
-        output,
     })
 }
 
@@ -617,14 +668,19 @@ fn started_engine<B: Backend>(
     }
 }
 
-/// An action's engine state after its code was loaded, as what changed (its state file's
-/// contents) and as what instances start from, and what the code printed meanwhile (its
-/// top-level `console.log`s and `print`s), which every container of the action shows in the
-/// logs of its first activation, as OpenWhisk's runtimes do.
+/// An action's engine state after its code was loaded, as what instances start from, and what
+/// the code printed meanwhile (its top-level `console.log`s and `print`s), which every container
+/// of the action shows in the logs of its first activation, as OpenWhisk's runtimes do.
 pub struct PreInitialized {
-    pub snapshot: Arc<Snapshot>,
     pub state: Arc<InstanceState>,
     pub output: Vec<CapturedLine>,
+}
+
+/// An action's state taken here (not restored from its file), with what changed: what its state
+/// file holds.
+pub struct TakenState {
+    pub state: PreInitialized,
+    pub snapshot: Arc<Snapshot>,
 }
 
 /// Runs the engine's init export on `document` in a fresh instance of `module` and returns

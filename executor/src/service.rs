@@ -12,10 +12,7 @@ use bytes::Bytes;
 use futures_util::FutureExt;
 use tracing::Instrument;
 use wasm_artifact::{TrustedKeys, host_target};
-use wasm_executor_decode::{
-    snapshot_file::StateFile,
-    sources::{self, ActionCode},
-};
+use wasm_executor_decode::sources::{self, ActionCode};
 
 use crate::{
     backend::{
@@ -81,7 +78,7 @@ enum Loading {
     State {
         language: Language,
         main: Option<String>,
-        file: Option<Vec<u8>>,
+        file: Option<bytes::Bytes>,
     },
 }
 
@@ -493,14 +490,14 @@ impl<B: Backend> Executor<B> {
                             },
                         };
                         let max_memory = executor.config.max_memory_mb << 20;
-                        let file = StateFile::parse(file, max_memory).map_err(|e| {
-                            ServiceError::InitFailed(format!(
-                                "Initialization has failed: the action's state file is damaged: {e}"
-                            ))
-                        })?;
-                        let state_of = (file.language.clone(), file.main.clone());
-                        check_state_use(&state_of, &loading)?;
-                        (engine.clone(), engine.restore_state(file)?, Some(state_of))
+                        let (state, state_of) =
+                            language::with_state_file(file, max_memory, |file, writes| {
+                                let state_of = (file.language.clone(), file.main.clone());
+                                check_state_use(&state_of, &loading)?;
+                                let state = engine.restore_state(file, writes.iter().copied())?;
+                                Ok::<_, ServiceError>((state, state_of))
+                            })?;
+                        (engine.clone(), state, Some(state_of))
                     }
                     _ => {
                         return Ok(LoadedCode {

@@ -278,7 +278,7 @@ fn single_module_from_zip(
 
 /// Where an entry stored without compression (as `wasm-precompile` packs artifacts) lies in
 /// the archive's bytes, when it lies wholly inside them.
-fn stored_range<R: Read>(
+pub(crate) fn stored_range<R: Read>(
     entry: &zip::read::ZipFile<'_, R>,
     archive_len: usize,
 ) -> Option<Range<usize>> {

@@ -15,7 +15,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::snapshot::{GlobalValue, MemoryWrite, PAGE_BYTES, Snapshot};
+use crate::snapshot::{GlobalValue, PAGE_BYTES, Snapshot};
 
 /// First bytes of every state file (a NUL first: it can be neither text nor a zip; the last
 /// character is the format's version).
@@ -110,10 +110,32 @@ fn take_u64(input: &mut &[u8], what: &'static str) -> Result<u64, StateFileError
     Ok(u64::from_le_bytes(bytes.try_into().expect("8 bytes")))
 }
 
+/// Where a state file's writes lie: each one's memory offset and its bytes' range of the
+/// buffer the file was unpacked into.
+pub type UnpackedWrites = Vec<(usize, std::ops::Range<usize>)>;
+
 impl StateFile {
     /// Reads a state file whose memory may be at most `max_memory_bytes`, checking its shape
     /// (not yet its fit to an engine).
     pub fn parse(bytes: &[u8], max_memory_bytes: u64) -> Result<StateFile, StateFileError> {
+        let mut unpacked = Vec::new();
+        let (mut file, writes) = StateFile::parse_into(bytes, max_memory_bytes, &mut unpacked)?;
+        let unpacked = Bytes::from(unpacked);
+        file.snapshot.writes = writes
+            .into_iter()
+            .map(|(offset, range)| (offset, unpacked.slice(range)))
+            .collect();
+        Ok(file)
+    }
+
+    /// [`StateFile::parse`] with the writes unpacked into `unpacked` (a buffer kept from one
+    /// file to the next, so its memory is neither asked for again nor faulted in) instead of
+    /// into the snapshot, which has none: they lie where the ranges returned say.
+    pub fn parse_into(
+        bytes: &[u8],
+        max_memory_bytes: u64,
+        unpacked: &mut Vec<u8>,
+    ) -> Result<(StateFile, UnpackedWrites), StateFileError> {
         let mut input = bytes
             .strip_prefix(MAGIC.as_slice())
             .ok_or(StateFileError::NotState)?;
@@ -156,16 +178,17 @@ impl StateFile {
         if !input.is_empty() {
             return Err(StateFileError::TrailingBytes(input.len()));
         }
-        let mut unpacked = vec![0; unpacked_len as usize];
-        let filled = lz4_flex::block::decompress_into(packed, &mut unpacked)
+        unpacked.clear();
+        unpacked.resize(unpacked_len as usize, 0);
+        let filled = lz4_flex::block::decompress_into(packed, unpacked)
             .map_err(|e| StateFileError::Unpack(e.to_string()))?;
         if filled != unpacked.len() {
             return Err(StateFileError::Unpack(format!(
                 "{filled} bytes, not the {unpacked_len} announced"
             )));
         }
-        let writes = parse_writes(Bytes::from(unpacked), header.memory_pages)?;
-        Ok(StateFile {
+        let writes = parse_writes(unpacked, header.memory_pages)?;
+        let file = StateFile {
             language: header.language,
             engine_sha256: header.engine_sha256,
             main: header.main,
@@ -174,13 +197,27 @@ impl StateFile {
             snapshot: Snapshot {
                 globals: header.globals,
                 memory_pages: header.memory_pages,
-                writes,
+                writes: Vec::new(),
             },
-        })
+        };
+        Ok((file, writes))
     }
 
     /// The file's bytes.
+    /// The file, its writes packed by LZ4's fast compressor.
     pub fn to_bytes(&self) -> Vec<u8> {
+        let Ok(bytes) = self.to_bytes_packed_by(|unpacked| {
+            Ok::<_, std::convert::Infallible>(lz4_flex::block::compress(unpacked))
+        });
+        bytes
+    }
+
+    /// The file, its writes packed by `pack` into an LZ4 block (any LZ4 compressor's: a
+    /// slower one packs smaller, and every reader unpacks the block as fast).
+    pub fn to_bytes_packed_by<E>(
+        &self,
+        pack: impl FnOnce(&[u8]) -> Result<Vec<u8>, E>,
+    ) -> Result<Vec<u8>, E> {
         let header = Header {
             language: self.language.clone(),
             engine_sha256: self.engine_sha256.clone(),
@@ -200,7 +237,7 @@ impl StateFile {
             unpacked.extend_from_slice(&(data.len() as u32).to_le_bytes());
             unpacked.extend_from_slice(data);
         }
-        let packed = lz4_flex::block::compress(&unpacked);
+        let packed = pack(&unpacked)?;
         let mut bytes = Vec::with_capacity(MAGIC.len() + 4 + header.len() + 16 + packed.len());
         bytes.extend_from_slice(MAGIC);
         bytes.extend_from_slice(&(header.len() as u32).to_le_bytes());
@@ -208,14 +245,14 @@ impl StateFile {
         bytes.extend_from_slice(&(unpacked.len() as u64).to_le_bytes());
         bytes.extend_from_slice(&(packed.len() as u64).to_le_bytes());
         bytes.extend_from_slice(&packed);
-        bytes
+        Ok(bytes)
     }
 }
 
 /// The unpacked writes, each in place within `memory_pages` pages (slices of `unpacked`, not
 /// copies).
-fn parse_writes(unpacked: Bytes, memory_pages: u64) -> Result<Vec<MemoryWrite>, StateFileError> {
-    let mut input = &unpacked[..];
+fn parse_writes(unpacked: &[u8], memory_pages: u64) -> Result<UnpackedWrites, StateFileError> {
+    let mut input = unpacked;
     let memory_bytes = memory_pages * PAGE_BYTES as u64;
     let count = take_u32(&mut input, "the number of writes")? as usize;
     // Each write takes at least 13 bytes: a count beyond that is a lie, not an allocation.
@@ -236,9 +273,10 @@ fn parse_writes(unpacked: Bytes, memory_pages: u64) -> Result<Vec<MemoryWrite>, 
                 pages: memory_pages,
             });
         }
-        let data = take(&mut input, len as usize, "a write's bytes")?;
+        let start = unpacked.len() - input.len();
+        take(&mut input, len as usize, "a write's bytes")?;
         end_of_last = offset + len;
-        writes.push((offset as usize, unpacked.slice_ref(data)));
+        writes.push((offset as usize, start..start + len as usize));
     }
     if !input.is_empty() {
         return Err(StateFileError::TrailingBytes(input.len()));
@@ -276,6 +314,27 @@ mod tests {
         let bytes = state().to_bytes();
         assert!(bytes.starts_with(MAGIC));
         assert_eq!(StateFile::parse(&bytes, 1 << 30).unwrap(), state());
+    }
+
+    #[test]
+    fn a_buffer_kept_from_a_larger_file_unpacks_the_next_one_alike() {
+        let mut unpacked = vec![0xEE; 1 << 20];
+        let (file, writes) =
+            StateFile::parse_into(&state().to_bytes(), 1 << 30, &mut unpacked).unwrap();
+        let want = state();
+        assert!(file.snapshot.writes.is_empty());
+        assert_eq!((&file.main, &file.output), (&want.main, &want.output));
+        let got: Vec<(usize, &[u8])> = writes
+            .iter()
+            .map(|(offset, range)| (*offset, &unpacked[range.clone()]))
+            .collect();
+        let expected: Vec<(usize, &[u8])> = want
+            .snapshot
+            .writes
+            .iter()
+            .map(|(offset, bytes)| (*offset, &bytes[..]))
+            .collect();
+        assert_eq!(got, expected);
     }
 
     #[test]

@@ -7,9 +7,10 @@
 
 use std::{collections::BTreeMap, io::Read};
 
+use bytes::Bytes;
 use thiserror::Error;
 
-use crate::code::{CodeError, decode_base64};
+use crate::code::{CodeError, decode_base64, stored_range};
 
 /// Most files a zipped action may hold (npm packages bring many small ones).
 pub const MAX_FILES: usize = 20_000;
@@ -31,8 +32,8 @@ pub enum Sources {
 pub enum ActionCode {
     Source(Sources),
     /// The bytes of a state file (`crate::snapshot_file`): the action's engine state, taken
-    /// ahead of time, instead of its sources.
-    State(Vec<u8>),
+    /// ahead of time, instead of its sources (a slice of the decoded upload, not a copy).
+    State(Bytes),
 }
 
 #[derive(Debug, Error)]
@@ -77,7 +78,8 @@ pub fn decode(
         Some(false) => None,
         Some(true) => Some(decode_base64(code).map_err(|e| SourcesError::NotZip(e.to_string()))?),
         None => decode_base64(code).ok().filter(is_archive),
-    };
+    }
+    .map(Bytes::from);
     match archive {
         Some(bytes) if is_state(&bytes) => {
             if bytes.len() > max_bytes {
@@ -85,7 +87,7 @@ pub fn decode(
             }
             Ok(ActionCode::State(bytes))
         }
-        Some(bytes) => of_zip(&bytes, max_bytes),
+        Some(bytes) => of_zip(bytes, max_bytes),
         None if code.len() > max_bytes => Err(too_large()),
         None => Ok(ActionCode::Source(Sources::Text(code.to_owned()))),
     }
@@ -97,15 +99,15 @@ fn is_state(bytes: &[u8]) -> bool {
 
 /// The text files of a zip's `bytes`, at most `max_bytes` of them; or the state file it
 /// holds alone.
-pub fn of_zip(bytes: &[u8], max_bytes: usize) -> Result<ActionCode, SourcesError> {
+pub fn of_zip(bytes: Bytes, max_bytes: usize) -> Result<ActionCode, SourcesError> {
     let zip_error = |e: zip::result::ZipError| SourcesError::Zip(e.to_string());
-    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes))
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(&bytes[..]))
         .map_err(|e| SourcesError::NotZip(e.to_string()))?;
     if archive.len() > MAX_FILES {
         return Err(SourcesError::TooManyFiles);
     }
     let mut files = BTreeMap::new();
-    let mut state: Option<(String, Vec<u8>)> = None;
+    let mut state: Option<(String, Bytes)> = None;
     let mut total = 0usize;
     for index in 0..archive.len() {
         let entry = archive.by_index(index).map_err(zip_error)?;
@@ -118,6 +120,22 @@ pub fn of_zip(bytes: &[u8], max_bytes: usize) -> Result<ActionCode, SourcesError
         }
         if NATIVE_SUFFIXES.iter().any(|suffix| name.ends_with(suffix)) {
             return Err(SourcesError::NativeExtension(name));
+        }
+        // A state file stored as it is (as wasm-precompile zips it) is taken in place; a
+        // checksum that does not match is left to the reader below, which says so.
+        if state.is_none()
+            && let Some(range) = stored_range(&entry, bytes.len())
+            && bytes[range.clone()].starts_with(crate::snapshot_file::MAGIC)
+            && crc32fast::hash(&bytes[range.clone()]) == entry.crc32()
+        {
+            total += range.len();
+            if total > max_bytes {
+                return Err(SourcesError::TooLarge {
+                    limit_mb: max_bytes >> 20,
+                });
+            }
+            state = Some((name, bytes.slice(range)));
+            continue;
         }
         let limit = (max_bytes - total) as u64 + 1;
         // Room for the size the entry declares, within the limit (a lie costs no more than
@@ -134,7 +152,7 @@ pub fn of_zip(bytes: &[u8], max_bytes: usize) -> Result<ActionCode, SourcesError
             });
         }
         if is_state(&text) && state.is_none() {
-            state = Some((name, text));
+            state = Some((name, text.into()));
         } else if let Ok(text) = String::from_utf8(text) {
             files.insert(name, text);
         }
@@ -158,10 +176,14 @@ mod tests {
     use super::*;
 
     fn zip_b64(entries: &[(&str, &[u8])]) -> String {
+        zip_b64_with(entries, zip::CompressionMethod::Deflated)
+    }
+
+    fn zip_b64_with(entries: &[(&str, &[u8])], method: zip::CompressionMethod) -> String {
         let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        let options = zip::write::SimpleFileOptions::default().compression_method(method);
         for (name, data) in entries {
-            w.start_file(*name, zip::write::SimpleFileOptions::default())
-                .unwrap();
+            w.start_file(*name, options).unwrap();
             w.write_all(data).unwrap();
         }
         base64::engine::general_purpose::STANDARD.encode(w.finish().unwrap().into_inner())
@@ -202,14 +224,38 @@ mod tests {
         for flag in [Some(true), None] {
             assert_eq!(
                 decode(&bare, flag, 1 << 20).unwrap(),
-                ActionCode::State(state.clone())
+                ActionCode::State(state.clone().into())
             );
-            let zipped = zip_b64(&[("hello.snapshot", &state)]);
-            assert_eq!(
-                decode(&zipped, flag, 1 << 20).unwrap(),
-                ActionCode::State(state.clone())
-            );
+            for method in [
+                zip::CompressionMethod::Stored,
+                zip::CompressionMethod::Deflated,
+            ] {
+                let zipped = zip_b64_with(&[("hello.snapshot", &state)], method);
+                assert_eq!(
+                    decode(&zipped, flag, 1 << 20).unwrap(),
+                    ActionCode::State(state.clone().into()),
+                    "{method:?}"
+                );
+            }
         }
+        // A stored state file is taken in place only when its checksum holds.
+        let stored = zip_b64_with(
+            &[("hello.snapshot", &state)],
+            zip::CompressionMethod::Stored,
+        );
+        let mut damaged = base64::engine::general_purpose::STANDARD
+            .decode(&stored)
+            .unwrap();
+        let at = damaged
+            .windows(4)
+            .position(|w| w == b"rest")
+            .expect("stored as it is");
+        damaged[at] ^= 1;
+        let damaged = base64::engine::general_purpose::STANDARD.encode(damaged);
+        let e = decode(&damaged, Some(true), 1 << 20)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("checksum"), "{e}");
         let mixed = zip_b64(&[("hello.snapshot", &state), ("index.js", b"x")]);
         let e = decode(&mixed, Some(true), 1 << 20).unwrap_err().to_string();
         assert!(

@@ -30,6 +30,8 @@ const MERGED_GAP_PAGES: usize = 8;
 /// The most runs an image may add over its base; beyond it, nearer stretches are merged. Every
 /// run is one mapping of each live instance (the kernel's per-process map count is finite).
 const MAX_RUNS_ADDED: usize = 64;
+/// Bytes copied from an image's file into a new one at a time.
+const BOUNCE_BYTES: usize = 256 << 10;
 
 /// The host's page size, the grain of every run.
 pub fn host_page_bytes() -> usize {
@@ -109,67 +111,53 @@ impl MemoryImage {
         writes: impl IntoIterator<Item = (usize, &'a [u8])> + Clone,
     ) -> io::Result<MemoryImage> {
         let page = host_page_bytes();
-        let mut touched: Vec<(usize, usize)> = writes
-            .clone()
-            .into_iter()
-            .filter(|(_, bytes)| !bytes.is_empty())
-            .map(|(offset, bytes)| {
-                let end = offset
-                    .checked_add(bytes.len())
-                    .ok_or_else(|| io::Error::other("a write ends beyond the address space"))?;
-                Ok((offset / page, end.div_ceil(page)))
-            })
-            .collect::<io::Result<_>>()?;
-        if touched.is_empty() {
+        let covered = written(writes.clone())?;
+        if covered.is_empty() {
             return Ok(self.clone());
         }
-        touched.sort_unstable();
+        let touched: Vec<(usize, usize)> = covered
+            .iter()
+            .map(|&(start, end)| (start / page, end.div_ceil(page)))
+            .collect();
         let stretches = merged(&touched, page);
         let file_bytes: usize = stretches.iter().map(|s| s.end - s.start).sum();
         let fd = rustix::fs::memfd_create(
             "wasm-memory-image",
             MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING,
         )?;
-        // Every page allocated in one call, and mapped in one (the window is written whole).
-        rustix::fs::fallocate(
-            &fd,
-            rustix::fs::FallocateFlags::empty(),
-            0,
-            file_bytes as u64,
-        )?;
+        // Written with pwrite, never mapped writable: a page written whole is never zeroed
+        // first, and a page nothing writes stays a hole that reads as zeros.
+        rustix::fs::ftruncate(&fd, file_bytes as u64)?;
         let file = Arc::new(ImageFile { fd });
         let mut added = Vec::with_capacity(stretches.len());
-        {
-            let mut window = SharedWindow::new(&file.fd, file_bytes)?;
-            let contents = window.bytes();
-            let mut offset = 0;
-            for stretch in &stretches {
-                let len = stretch.end - stretch.start;
-                self.read_into_zeros(stretch.start, &mut contents[offset..offset + len])?;
-                added.push(Run {
-                    start: stretch.start,
-                    len,
-                    file: Arc::clone(&file),
-                    offset,
-                });
-                offset += len;
-            }
-            for (at, bytes) in writes {
-                if bytes.is_empty() {
-                    continue;
-                }
-                let mut done = 0;
-                while done < bytes.len() {
-                    let position = at + done;
-                    let run = added
-                        .iter()
-                        .find(|run| run.start <= position && position < run.end())
-                        .ok_or_else(|| io::Error::other("a write fell outside its stretch"))?;
-                    let n = (run.end() - position).min(bytes.len() - done);
-                    let inside = run.offset + (position - run.start);
-                    contents[inside..inside + n].copy_from_slice(&bytes[done..done + n]);
-                    done += n;
-                }
+        let mut offset = 0;
+        for stretch in &stretches {
+            let len = stretch.end - stretch.start;
+            added.push(Run {
+                start: stretch.start,
+                len,
+                file: Arc::clone(&file),
+                offset,
+            });
+            offset += len;
+        }
+        // This image's bytes where no write lands, then the writes in their order.
+        let mut bounce = Vec::new();
+        for (start, end) in uncovered(&added, &covered) {
+            self.copy_to_file(start, end, &added, &mut bounce)?;
+        }
+        for (at, bytes) in writes {
+            let mut done = 0;
+            while done < bytes.len() {
+                let position = at + done;
+                let run = run_at(&added, position)?;
+                let n = (run.end() - position).min(bytes.len() - done);
+                write_exact_at(
+                    &file.fd,
+                    &bytes[done..done + n],
+                    run.offset + (position - run.start),
+                )?;
+                done += n;
             }
         }
         rustix::fs::fcntl_add_seals(
@@ -181,22 +169,30 @@ impl MemoryImage {
         })
     }
 
-    /// Writes the image's bytes from memory offset `start` on into `target`, which holds zeros
-    /// (left where the image has none).
-    fn read_into_zeros(&self, start: usize, target: &mut [u8]) -> io::Result<()> {
-        let end = start + target.len();
+    /// Writes this image's bytes of memory `[start, end)` into the new runs `added` that hold
+    /// that range (a page run of the file stays a hole where this image has zeros).
+    fn copy_to_file(
+        &self,
+        start: usize,
+        end: usize,
+        added: &[Run],
+        bounce: &mut Vec<u8>,
+    ) -> io::Result<()> {
         for run in self
             .runs
             .iter()
             .filter(|r| r.start < end && start < r.end())
         {
-            let from = run.start.max(start);
+            let mut at = run.start.max(start);
             let to = run.end().min(end);
-            read_exact_at(
-                &run.file.fd,
-                &mut target[from - start..to - start],
-                run.offset + (from - run.start),
-            )?;
+            while at < to {
+                let target = run_at(added, at)?;
+                let n = (to - at).min(target.end() - at).min(BOUNCE_BYTES);
+                bounce.resize(n, 0);
+                read_exact_at(&run.file.fd, bounce, run.offset + (at - run.start))?;
+                write_exact_at(&target.file.fd, bounce, target.offset + (at - target.start))?;
+                at += n;
+            }
         }
         Ok(())
     }
@@ -360,6 +356,67 @@ fn merged(pages: &[(usize, usize)], page: usize) -> Vec<Stretch> {
     }
 }
 
+/// The byte ranges `writes` cover, sorted and merged.
+fn written<'a>(
+    writes: impl IntoIterator<Item = (usize, &'a [u8])>,
+) -> io::Result<Vec<(usize, usize)>> {
+    let mut ranges: Vec<(usize, usize)> = writes
+        .into_iter()
+        .filter(|(_, bytes)| !bytes.is_empty())
+        .map(|(at, bytes)| {
+            at.checked_add(bytes.len())
+                .map(|end| (at, end))
+                .ok_or_else(|| io::Error::other("a write ends beyond the address space"))
+        })
+        .collect::<io::Result<_>>()?;
+    ranges.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
+    for (start, end) in ranges {
+        match merged.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => merged.push((start, end)),
+        }
+    }
+    Ok(merged)
+}
+
+/// The parts of the runs `added` (sorted, disjoint) outside `covered` (sorted, disjoint).
+fn uncovered(added: &[Run], covered: &[(usize, usize)]) -> Vec<(usize, usize)> {
+    let mut parts = Vec::new();
+    let mut next = 0;
+    for run in added {
+        let mut at = run.start;
+        while next < covered.len() && covered[next].1 <= at {
+            next += 1;
+        }
+        let mut i = next;
+        while at < run.end() {
+            match covered.get(i) {
+                Some(&(start, end)) if start < run.end() => {
+                    if at < start {
+                        parts.push((at, start));
+                    }
+                    at = at.max(end);
+                    i += 1;
+                }
+                _ => {
+                    parts.push((at, run.end()));
+                    at = run.end();
+                }
+            }
+        }
+    }
+    parts
+}
+
+/// The run of `runs` (sorted, disjoint) that holds memory offset `position`.
+fn run_at(runs: &[Run], position: usize) -> io::Result<&Run> {
+    let at = runs.partition_point(|run| run.end() <= position);
+    runs.get(at)
+        .filter(|run| run.start <= position)
+        .ok_or_else(|| io::Error::other("a write fell outside its stretch"))
+}
+
 /// `base` with `added` (sorted, disjoint) laid over it: base runs cut where added ones cover.
 fn layered(base: &[Run], added: Vec<Run>) -> Vec<Run> {
     let mut runs = Vec::with_capacity(base.len() + 2 * added.len());
@@ -423,45 +480,19 @@ fn read_exact_at(fd: impl AsFd, mut target: &mut [u8], mut offset: usize) -> io:
     Ok(())
 }
 
-/// A shared, writable mapping of a file being written, unmapped when dropped (before the file is
-/// sealed against writing).
-struct SharedWindow {
-    base: NonNull<u8>,
-    len: usize,
-}
-
-impl SharedWindow {
-    fn new(fd: &OwnedFd, len: usize) -> io::Result<Self> {
-        // SAFETY: a new mapping at an address the kernel picks; nothing else refers to it.
-        let base = unsafe {
-            rustix::mm::mmap(
-                std::ptr::null_mut(),
-                len,
-                ProtFlags::READ | ProtFlags::WRITE,
-                MapFlags::SHARED | MapFlags::POPULATE,
-                fd,
-                0,
-            )?
-        };
-        let base = NonNull::new(base.cast::<u8>())
-            .ok_or_else(|| io::Error::other("mmap returned null"))?;
-        Ok(SharedWindow { base, len })
-    }
-
-    fn bytes(&mut self) -> &mut [u8] {
-        // SAFETY: the mapping is `len` bytes, readable and writable, and only this window
-        // refers to it while it lives.
-        unsafe { std::slice::from_raw_parts_mut(self.base.as_ptr(), self.len) }
-    }
-}
-
-impl Drop for SharedWindow {
-    fn drop(&mut self) {
-        // SAFETY: unmaps exactly the mapping `new` made; no reference into it outlives `self`.
-        if let Err(error) = unsafe { rustix::mm::munmap(self.base.as_ptr().cast(), self.len) } {
-            tracing::warn!(%error, "unmapping an image file's window failed");
+fn write_exact_at(fd: impl AsFd, mut bytes: &[u8], mut offset: usize) -> io::Result<()> {
+    while !bytes.is_empty() {
+        match rustix::io::pwrite(&fd, bytes, offset as u64) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                bytes = &bytes[n..];
+                offset += n;
+            }
+            Err(rustix::io::Errno::INTR) => {}
+            Err(error) => return Err(error.into()),
         }
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -562,6 +593,28 @@ mod tests {
         // SAFETY: as above.
         unsafe { engine.map_into(engine_only.base, len) }.unwrap();
         assert_eq!(engine_only.bytes(), expected(len, &[&data]).as_slice());
+    }
+
+    #[test]
+    fn overlapping_writes_land_in_their_order_over_the_image_beneath() {
+        let page = host_page_bytes();
+        let len = 16 * page;
+        let data = vec![(0, vec![1u8; 6 * page]), (12 * page + 7, vec![8u8; 3])];
+        let engine = MemoryImage::default().with_writes(borrowed(&data)).unwrap();
+        let changes = vec![
+            (3 * page + 10, vec![2u8; 2 * page]),
+            (page, vec![3u8; 100]),
+            // Over part of the first write: the later one wins.
+            (3 * page, vec![4u8; 20]),
+            (4 * page, vec![6u8; 1]),
+            // Across the end of the engine's data, with zeros around it.
+            (6 * page - 5, vec![5u8; 10]),
+            (12 * page + 8, vec![7u8; 1]),
+        ];
+        let action = engine.with_writes(borrowed(&changes)).unwrap();
+        let mut copied = vec![0; len];
+        action.copy_into(&mut copied).unwrap();
+        assert_eq!(copied, expected(len, &[&data, &changes]));
     }
 
     #[test]
