@@ -27,7 +27,9 @@ the first backend:
   L-docker      `docker run` of a fresh runtime container, /init, first /run
   L-docker-warm a /run of a warm runtime container
 
-and the cgroup memory of each of min(N, 20) warm runtime containers. Times are the
+and the cgroup memory of each of min(N, 20) warm runtime containers. A round pauses after its
+Docker cold starts, so that what Docker does after a container is removed (dockerd, containerd
+and the kernel tearing down its namespaces) does not fall on the next round's rows. Times are the
 client's on loopback (an upper bound of the executor's; request bodies are encoded before the
 clock starts). Writes results.json and summary.md.
 
@@ -235,6 +237,8 @@ def summary(samples):
 DOCKER_IMAGES = {"js": "owwasm-baseline/action-nodejs", "py": "owwasm-baseline/action-python"}
 # Most runtime containers kept warm at once for their memory (each may use 256 MB).
 DOCKER_MEMORY_CONTAINERS = 20
+# Seconds a round waits after its Docker cold starts before the next round's rows.
+DOCKER_SETTLE_S = 1.0
 
 
 def docker_runtimes():
@@ -295,6 +299,8 @@ def measure(backend, languages, rounds, containers, work, docker=False):
             for lang in languages if runtimes else []:
                 samples[f"{lang}-docker"].append(
                     runtimes.cold_start_ms(DOCKER_IMAGES[lang], LANGUAGES[lang]["source"]))
+            if runtimes:
+                time.sleep(DOCKER_SETTLE_S)
             for cid in made + [f"echo{r}"]:
                 ex.request("POST", f"/{cid}/destroy")
         for lang in languages if runtimes else []:

@@ -140,6 +140,18 @@ def check_engine_claims(runs, backends):
           "a warm container costs the executor less memory than a runtime container")
 
 
+def py_state_verdict(runs, backends):
+    """Whether the issue's 50× holds for Python from a state file (JavaScript's is checked)."""
+    ratios = dict(zip(backends, runtime_ratios(runs, backends, "py")))
+    holding = [DISPLAY.get(n, n) for n, ratio in ratios.items() if ratio >= 50]
+    if len(holding) == len(ratios):
+        return "The issue's 50× holds for both languages from a state file."
+    if not holding:
+        return "The issue's 50× holds for JavaScript, not for Python from a state file."
+    return ("The issue's 50× holds for JavaScript, and for Python from a state file on "
+            f"{', '.join(holding)}.")
+
+
 def upper_bound(figure):
     """Issue 30's upper bound in ms on `figure`."""
     return next(b for _, f, kind, b in TARGETS if f == figure and kind == "ms")
@@ -191,6 +203,7 @@ def engines_figures():
         "py_state_x": fmt.span(runtime_ratios(runs, backends, "py"), whole_ratio),
         "py_source_x": fmt.span(runtime_ratios(runs, backends, "py", "source"), whole_ratio),
         "py_docker": fmt.ms(median(docker, "py-docker")),
+        "py_state_verdict": py_state_verdict(runs, backends),
         "py_state_transfer": fmt.ms(median(wasmtime, "py-state")
                                     - median(wasmtime, "py-state (executor side)")),
         "js_source_own_all": each_backend("js-source (executor side)"),
