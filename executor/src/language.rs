@@ -15,10 +15,9 @@
 //! against the engine.
 
 use std::{
-    cell::RefCell,
     collections::BTreeMap,
     path::PathBuf,
-    sync::{Arc, OnceLock},
+    sync::{Arc, Mutex, OnceLock},
     time::{Duration, Instant},
 };
 
@@ -454,37 +453,38 @@ impl<C> Engine<C> {
     }
 }
 
-thread_local! {
-    /// The buffer this thread unpacks state files into, kept for the next one.
-    static UNPACKED: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-}
-/// Most bytes of unpacking buffer a thread keeps from one state file to the next.
-const KEPT_UNPACKED_BYTES: usize = 64 << 20;
+/// Buffers state files were unpacked into, kept for the next ones (each /init that restores a
+/// state file takes one, or makes one when none is left).
+static UNPACKED: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+/// Most bytes of unpacking buffers kept at once, whatever the number of pool threads.
+const KEPT_UNPACKED_BYTES: usize = 32 << 20;
 
-/// Parses the state file `bytes` (its memory at most `max_memory_bytes`) with this thread's
-/// unpacking buffer and hands `restore` the file without its writes and the writes, borrowed
-/// from that buffer.
+/// Parses the state file `bytes` (its memory at most `max_memory_bytes`) with a kept unpacking
+/// buffer and hands `restore` the file without its writes and the writes, borrowed from that
+/// buffer, which is kept again afterwards while the kept ones stay within
+/// [`KEPT_UNPACKED_BYTES`].
 pub fn with_state_file<T, E: From<StateFileError>>(
     bytes: &[u8],
     max_memory_bytes: u64,
     restore: impl FnOnce(StateFile, &[(usize, &[u8])]) -> Result<T, E>,
 ) -> Result<T, E> {
-    UNPACKED.with(|kept| {
-        let mut unpacked = kept.take();
-        let restored = StateFile::parse_into(bytes, max_memory_bytes, &mut unpacked)
-            .map_err(E::from)
-            .and_then(|(file, writes)| {
-                let writes: Vec<(usize, &[u8])> = writes
-                    .into_iter()
-                    .map(|(offset, range)| (offset, &unpacked[range]))
-                    .collect();
-                restore(file, &writes)
-            });
-        if unpacked.capacity() <= KEPT_UNPACKED_BYTES {
-            kept.replace(unpacked);
-        }
-        restored
-    })
+    let kept = || UNPACKED.lock().unwrap_or_else(|p| p.into_inner());
+    let mut unpacked = kept().pop().unwrap_or_default();
+    let restored = StateFile::parse_into(bytes, max_memory_bytes, &mut unpacked)
+        .map_err(E::from)
+        .and_then(|(file, writes)| {
+            let writes: Vec<(usize, &[u8])> = writes
+                .into_iter()
+                .map(|(offset, range)| (offset, &unpacked[range]))
+                .collect();
+            restore(file, &writes)
+        });
+    let mut buffers = kept();
+    let held: usize = buffers.iter().map(Vec::capacity).sum();
+    if held + unpacked.capacity() <= KEPT_UNPACKED_BYTES {
+        buffers.push(unpacked);
+    }
+    restored
 }
 
 /// The file form of an action's state, taken on the `language` engine whose file has
@@ -749,6 +749,55 @@ pub fn initialized_image<B: Backend>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn state_file_of(written: usize) -> Vec<u8> {
+        StateFile {
+            language: "Python".into(),
+            engine_sha256: "0".repeat(64),
+            main: "main".into(),
+            output: Vec::new(),
+            made_by: "test".into(),
+            snapshot: Snapshot {
+                globals: Vec::new(),
+                memory_pages: (written / PAGE_BYTES + 1) as u64,
+                writes: vec![(8, vec![7u8; written].into())],
+            },
+        }
+        .to_bytes()
+    }
+
+    #[test]
+    fn state_files_unpack_into_kept_buffers_within_their_bound() {
+        // Several restores at once each take a buffer; what is kept afterwards stays bounded.
+        std::thread::scope(|scope| {
+            for round in 0..8 {
+                scope.spawn(move || {
+                    let written = (round + 1) << 20;
+                    let file = state_file_of(written);
+                    let got = with_state_file(&file, 1 << 30, |file, writes| {
+                        assert_eq!(file.main, "main");
+                        Ok::<_, StateFileError>(
+                            writes
+                                .iter()
+                                .map(|(at, b)| (*at, b.len()))
+                                .collect::<Vec<_>>(),
+                        )
+                    })
+                    .unwrap();
+                    assert_eq!(got, [(8, written)]);
+                });
+            }
+        });
+        let kept = UNPACKED.lock().unwrap();
+        let held: usize = kept.iter().map(Vec::capacity).sum();
+        assert!(
+            !kept.is_empty() && held <= KEPT_UNPACKED_BYTES,
+            "{held} bytes kept"
+        );
+        drop(kept);
+        let damaged = with_state_file(b"\0OWSTAT1", 1 << 30, |_, _| Ok::<_, StateFileError>(()));
+        assert!(damaged.is_err());
+    }
 
     #[test]
     fn kinds_name_their_language_or_are_refused_by_name() {
