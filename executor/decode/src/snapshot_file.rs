@@ -178,8 +178,14 @@ impl StateFile {
         if !input.is_empty() {
             return Err(StateFileError::TrailingBytes(input.len()));
         }
-        unpacked.clear();
-        unpacked.resize(unpacked_len as usize, 0);
+        // Every byte is written by the unpacking (checked below): a kept buffer's old bytes
+        // need no zeroing, only its growth does.
+        let unpacked_len = unpacked_len as usize;
+        if unpacked.len() < unpacked_len {
+            unpacked.resize(unpacked_len, 0);
+        } else {
+            unpacked.truncate(unpacked_len);
+        }
         let filled = lz4_flex::block::decompress_into(packed, unpacked)
             .map_err(|e| StateFileError::Unpack(e.to_string()))?;
         if filled != unpacked.len() {
