@@ -254,7 +254,7 @@ def measure(backend, languages, rounds, containers, work, docker=False):
     echo = base64.b64encode((DIST / "echo.wasm").read_bytes()).decode()
     actions = {lang: {"kind": LANGUAGES[lang]["kind"], "binary": False,
                       "code": LANGUAGES[lang]["source"]} for lang in languages}
-    ex = Executor(backend, work)
+    ex = Executor(backend, work, languages)
     try:
         # The engines are loaded (and each action's first container made) before timing.
         for lang, value in actions.items():

@@ -90,6 +90,16 @@ fn main() -> anyhow::Result<()> {
             cmake.cflag(define);
         }
     }
+    // With guard-page bounds checks the executor makes linear memories itself (its allocator,
+    // called with each allocation's usage): reservations of WAMR's shape that keep a language
+    // engine's image mapped between instances (executor/wamr/src/ffi/linear_memory.rs).
+    if profile.hardware_bounds_checks {
+        cmake.cflag("-DWASM_MEM_ALLOC_WITH_USAGE=1");
+    }
+    println!(
+        "cargo:rustc-env=WAMR_LINEAR_MEMORIES_BY_EMBEDDER={}",
+        u8::from(profile.hardware_bounds_checks)
+    );
     let built = cmake.build().join("build");
 
     // A name of our own, so no other copy of WAMR on a search path can stand in for it.

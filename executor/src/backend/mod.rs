@@ -12,6 +12,7 @@ pub mod deadline_queue;
 pub mod dirty_pages;
 pub mod disk_cache;
 pub mod http_import;
+pub mod kept_memory;
 pub mod memory_image;
 pub mod opened;
 pub mod snapshot;

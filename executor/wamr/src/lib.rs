@@ -25,7 +25,7 @@ use self::{
 };
 use wasm_executor::backend::{
     self, Activation, Backend, BackendSettings, GuestExit, ModuleSpec, PortableModules,
-    PrepareError, PrepareInput, resolve_entry, snapshot::InstanceImage,
+    PrepareError, PrepareInput, kept_memory, resolve_entry, snapshot::InstanceImage,
 };
 use wasm_executor::{capability::dir::GrantedDir, net::HttpGetter, pool::CpuSlot};
 
@@ -233,6 +233,7 @@ impl WamrBackend {
                 ModuleKind::Bytecode => INTERPRETER_STACK_BYTES,
             },
         };
+        kept_memory::prefer(module.spec.state.as_ref().map(|state| &state.image));
         let instance = match Instance::new(env, &module.module, &host, &config) {
             Ok(instance) => instance,
             Err(_) if host.memory_exceeded() => return Err(GuestExit::MemoryExhausted),

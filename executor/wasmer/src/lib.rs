@@ -40,7 +40,7 @@ use self::{
 };
 use wasm_executor::backend::{
     Activation, Backend, BackendSettings, ExportKind, GuestExit, InstanceState, ModuleSpec,
-    PortableModules, PrepareError, PrepareInput, resolve_entry,
+    PortableModules, PrepareError, PrepareInput, kept_memory, resolve_entry,
     snapshot::{GlobalValue, InstanceImage},
 };
 use wasm_executor::{capability::dir::GrantedDir, net::HttpGetter, pool::CpuSlot};
@@ -197,6 +197,7 @@ impl WasmerBackend {
             .map_err(GuestExit::HostFailure)?;
         // Watched from before instantiation on: a start function may loop too.
         let _watch = self.watchdog.watch(Arc::clone(&clock), store.interrupter());
+        kept_memory::prefer(module.spec.state.as_ref().map(|state| &state.image));
         let instantiated = memory::with_budget(&budget, || {
             Instance::new(&mut store, &module.code.module, &imports).map_err(Box::new)
         });
@@ -307,12 +308,16 @@ fn restore(store: &mut Store, instance: &Instance, state: &InstanceState) -> Res
             .map_err(|e| e.to_string())?;
     }
     let view = memory.view(&*store);
-    let base = std::ptr::NonNull::new(view.data_ptr()).ok_or("the memory has no base")?;
-    // SAFETY: every memory of an instance is made by `LimitingTunables` (memory.rs) from
-    // wasmer's own: a private anonymous mapping of this instance alone, unmapped with it (a
-    // memory that grows past its reservation moves into a new mapping, copying its bytes); no
-    // guest code runs meanwhile.
-    unsafe { state.image.map_into(base, view.data_size() as usize) }.map_err(|e| e.to_string())
+    let (len, base) = (view.data_size() as usize, view.data_ptr());
+    let base = std::ptr::NonNull::new(base).ok_or("the memory has no base")?;
+    let installed = kept_memory::install(base, len, &state.image).unwrap_or_else(|| {
+        // SAFETY: every other memory of an instance is made by `LimitingTunables` (memory.rs)
+        // from wasmer's own: a private anonymous mapping of this instance alone, unmapped with it
+        // (a memory that grows past its reservation moves into a new mapping, copying its
+        // bytes); no guest code runs meanwhile.
+        unsafe { state.image.map_into(base, len) }
+    });
+    installed.map_err(|e| e.to_string())
 }
 
 /// The instance's exported mutable globals and its memory `memory`.

@@ -6,6 +6,10 @@
 //! Tunables belong to the engine, but limits belong to containers: the limit reaches
 //! `create_vm_memory` through a thread-local set around `Instance::new`, which runs on the
 //! calling thread. A memory created outside such a scope is refused (fail closed).
+//!
+//! A language engine's instance (one that said which memory image it will be given) gets a
+//! [`KeptMemory`] instead of wasmer's own memory: reset and kept when the instance ends, it still
+//! holds the image, mapped and resident, for the next instance of the same action.
 
 use std::{
     cell::RefCell,
@@ -17,7 +21,7 @@ use std::{
 };
 
 use wasmer::{
-    MemoryError, MemoryStyle, MemoryType, Pages, TableStyle, TableType,
+    Bytes, MemoryError, MemoryStyle, MemoryType, Pages, TableStyle, TableType,
     sys::{
         Tunables,
         vm::{LinearMemory, VMMemory, VMMemoryDefinition, VMTable, VMTableDefinition},
@@ -25,7 +29,10 @@ use wasmer::{
 };
 use wasmer_compiler::BaseTunables;
 
-use wasm_executor::backend::MAX_TABLE_ELEMENTS;
+use wasm_executor::backend::{
+    MAX_TABLE_ELEMENTS,
+    kept_memory::{self, KeptMemory},
+};
 
 /// The memory limit of one activation, whether the guest ran into it, and whether its one
 /// linear memory exists yet.
@@ -115,10 +122,16 @@ impl Tunables for LimitingTunables {
     ) -> Result<VMMemory, MemoryError> {
         let budget = current_budget()?;
         budget.one_memory()?;
-        // SAFETY: forwarded unchanged from wasmer's caller, which upholds the contract.
-        let memory = unsafe {
-            self.base
-                .create_vm_memory(ty, style, vm_definition_location)?
+        let memory = if kept_memory::image_preferred() && *style == MemoryStyle::Static {
+            // SAFETY: wasmer's caller hands over the instance's definition, valid for as long
+            // as the memory it is about to own.
+            unsafe { EngineMemory::take(ty, vm_definition_location)? }
+        } else {
+            // SAFETY: forwarded unchanged from wasmer's caller, which upholds the contract.
+            unsafe {
+                self.base
+                    .create_vm_memory(ty, style, vm_definition_location)?
+            }
         };
         LimitedMemory::wrap(memory, budget)
     }
@@ -164,6 +177,132 @@ fn current_budget() -> Result<MemoryBudget, MemoryError> {
     INSTANTIATING
         .with(|cell| cell.borrow().clone())
         .ok_or_else(|| MemoryError::Generic("a memory was created outside an activation".into()))
+}
+
+/// A language engine's linear memory: a [`KeptMemory`] of wasmer's static shape (the 32-bit
+/// index space reserved, then the offset guard), described to the instance's code by the
+/// definition in its context.
+#[derive(Debug)]
+struct EngineMemory {
+    memory: KeptMemory,
+    ty: MemoryType,
+    definition: NonNull<VMMemoryDefinition>,
+}
+
+// SAFETY: the definition lives in the instance's context, which owns this memory and which
+// wasmer serialises access to through its store; the memory itself is a plain mapping.
+unsafe impl Send for EngineMemory {}
+// SAFETY: as above; `&self` methods only read.
+unsafe impl Sync for EngineMemory {}
+
+impl EngineMemory {
+    /// # Safety
+    ///
+    /// `definition` is the instance's own, valid for the life of the memory made here.
+    unsafe fn take(
+        ty: &MemoryType,
+        definition: NonNull<VMMemoryDefinition>,
+    ) -> Result<VMMemory, MemoryError> {
+        let bound = MemoryStyle::static_bound();
+        if ty.minimum > bound
+            || ty
+                .maximum
+                .is_some_and(|max| max < ty.minimum || max > bound)
+        {
+            return Err(MemoryError::InvalidMemory {
+                reason: format!("a memory of {:?} to {:?} pages", ty.minimum, ty.maximum),
+            });
+        }
+        let reservation = bound.bytes().0;
+        let guard = usize::try_from(MemoryStyle::static_offset_guard_size())
+            .map_err(|e| MemoryError::Generic(e.to_string()))?;
+        let memory = KeptMemory::take(reservation, reservation + guard, ty.minimum.bytes().0)
+            .map_err(MemoryError::Generic)?;
+        let mut engine_memory = EngineMemory {
+            memory,
+            ty: *ty,
+            definition,
+        };
+        engine_memory.describe();
+        Ok(VMMemory(Box::new(engine_memory)))
+    }
+
+    /// Tells the instance's code where the memory is and how large.
+    fn describe(&mut self) {
+        // SAFETY: the instance's definition, which only this memory writes (see `take`).
+        let definition = unsafe { self.definition.as_mut() };
+        definition.base = self.memory.base().as_ptr();
+        definition.current_length = self.memory.size();
+    }
+
+    fn grow_to(&mut self, pages: Pages) -> Result<(), MemoryError> {
+        if self.ty.maximum.is_some_and(|max| pages > max) || pages > MemoryStyle::static_bound() {
+            return Err(MemoryError::CouldNotGrow {
+                current: self.size(),
+                attempted_delta: Pages(pages.0.saturating_sub(self.size().0)),
+            });
+        }
+        self.memory
+            .resize(pages.bytes().0)
+            .map_err(MemoryError::Generic)?;
+        self.describe();
+        Ok(())
+    }
+}
+
+impl LinearMemory for EngineMemory {
+    fn ty(&self) -> MemoryType {
+        MemoryType {
+            minimum: self.size(),
+            ..self.ty
+        }
+    }
+
+    fn size(&self) -> Pages {
+        Pages((self.memory.size() / wasmer::WASM_PAGE_SIZE) as u32)
+    }
+
+    fn style(&self) -> MemoryStyle {
+        MemoryStyle::Static
+    }
+
+    fn grow(&mut self, delta: Pages) -> Result<Pages, MemoryError> {
+        let current = self.size();
+        let new = current
+            .checked_add(delta)
+            .ok_or(MemoryError::CouldNotGrow {
+                current,
+                attempted_delta: delta,
+            })?;
+        self.grow_to(new)?;
+        Ok(current)
+    }
+
+    fn grow_at_least(&mut self, min_size: u64) -> Result<(), MemoryError> {
+        let pages = Pages::try_from(Bytes(
+            usize::try_from(min_size.next_multiple_of(PAGE_BYTES))
+                .map_err(|e| MemoryError::Generic(e.to_string()))?,
+        ))
+        .map_err(|e| MemoryError::Generic(format!("{e:?}")))?;
+        if pages > self.size() {
+            self.grow_to(pages)?;
+        }
+        Ok(())
+    }
+
+    fn vmmemory(&self) -> NonNull<VMMemoryDefinition> {
+        self.definition
+    }
+
+    fn try_clone(&self) -> Result<Box<dyn LinearMemory + Send + Sync + 'static>, MemoryError> {
+        Err(MemoryError::MemoryNotShared)
+    }
+
+    fn copy(&self) -> Result<Box<dyn LinearMemory + Send + Sync + 'static>, MemoryError> {
+        Err(MemoryError::UnsupportedOperation {
+            message: "a language engine's memory is not copied".into(),
+        })
+    }
 }
 
 const PAGE_BYTES: u64 = wasmer::WASM_PAGE_SIZE as u64;

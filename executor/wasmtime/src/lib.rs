@@ -35,7 +35,7 @@ use wasm_executor::backend::{
     ModuleSpec, PortableModules, PrepareError, PrepareInput,
     disk_cache::DiskCache,
     http_import::HeldBody,
-    resolve_entry,
+    kept_memory, resolve_entry,
     snapshot::{GlobalValue, InstanceImage},
     unblock::Unblocker,
 };
@@ -313,7 +313,7 @@ impl WasmtimeBackend {
             .new_store(module, activation, cpu)
             .map_err(|error| GuestExit::HostFailure(format!("{error:#}")))?;
         let result = async {
-            image_memory::prefer(module.spec.state.as_ref().map(|state| &state.image));
+            kept_memory::prefer(module.spec.state.as_ref().map(|state| &state.image));
             let instance = module.pre.instantiate_async(&mut store).await?;
             if let Some(state) = &module.spec.state {
                 restore(&mut store, &instance, state)?;
@@ -458,7 +458,7 @@ fn restore(
         memory.grow(&mut *store, state.memory_pages - pages)?;
     }
     let installed = NonNull::new(memory.data_ptr(&*store))
-        .and_then(|base| image_memory::install(base, memory.data_size(&*store), &state.image));
+        .and_then(|base| kept_memory::install(base, memory.data_size(&*store), &state.image));
     let written = installed.unwrap_or_else(|| state.image.copy_into(memory.data_mut(&mut *store)));
     written.map_err(|e| wasmtime::format_err!("the action's memory image: {e}"))
 }

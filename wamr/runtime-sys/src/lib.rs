@@ -15,6 +15,11 @@ include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
 /// WAMR's version, read from the `core/version.h` of the sources built into this library.
 pub const WAMR_VERSION: &str = env!("WAMR_VERSION");
 
+/// Whether this library asks its embedder's allocator for linear memories, with each
+/// allocation's usage (`WASM_MEM_ALLOC_WITH_USAGE`, set where bounds are checked by guard pages).
+pub const LINEAR_MEMORIES_BY_EMBEDDER: bool =
+    matches!(env!("WAMR_LINEAR_MEMORIES_BY_EMBEDDER").as_bytes(), b"1");
+
 /// Where those sources came from (see `wamr-source`).
 pub const WAMR_SOURCES: &str = env!("WAMR_SOURCES");
 

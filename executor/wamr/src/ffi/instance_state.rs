@@ -5,7 +5,7 @@
 use std::{ffi::CString, ptr::NonNull};
 
 use wamr_runtime_sys as sys;
-use wasm_executor::backend::{InstanceState, snapshot::GlobalValue};
+use wasm_executor::backend::{InstanceState, kept_memory, snapshot::GlobalValue};
 
 use super::Instance;
 
@@ -112,10 +112,15 @@ impl Instance<'_> {
         }
         let (base, len) = self.memory_raw().ok_or("the module has no memory")?;
         let written = match NonNull::new(base) {
-            // SAFETY: with hardware bounds checks WAMR reserves each instance's memory as a
-            // private anonymous mapping of its own (8 GiB), grows it in place and unmaps it
-            // whole with the instance; nothing runs in the instance meanwhile.
-            Some(base) if mappable => unsafe { state.image.map_into(base, len) },
+            // A kept memory may hold the image already (its last instance was the action's).
+            Some(base) if mappable => {
+                kept_memory::install(base, len, &state.image).unwrap_or_else(|| {
+                    // SAFETY: with hardware bounds checks each instance's memory is a private
+                    // anonymous mapping of its own (8 GiB), grown in place and unmapped whole
+                    // with the instance; nothing runs in the instance meanwhile.
+                    unsafe { state.image.map_into(base, len) }
+                })
+            }
             // SAFETY: the memory's bytes after growing, written while nothing runs in it.
             _ => state
                 .image

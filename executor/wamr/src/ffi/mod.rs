@@ -14,6 +14,7 @@
 mod code_in_place;
 mod instance;
 mod instance_state;
+mod linear_memory;
 mod module;
 mod natives;
 mod runtime;

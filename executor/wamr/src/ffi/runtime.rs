@@ -1,12 +1,13 @@
 //! Process-wide WAMR set-up, done once: the runtime, its log level, the native functions the
-//! executor adds or overrides, and the memory-growth callback.
+//! executor adds or overrides, the memory-growth callback, and where guard pages check bounds
+//! the allocator that makes linear memories (`linear_memory.rs`).
 
 use std::{ptr, sync::OnceLock};
 
 use anyhow::anyhow;
 use wamr_runtime_sys as sys;
 
-use super::natives;
+use super::{linear_memory, natives};
 
 static INIT: OnceLock<Result<(), String>> = OnceLock::new();
 
@@ -32,6 +33,16 @@ fn init_on_this_thread() -> Result<(), String> {
         mem_alloc_type: sys::Alloc_With_System_Allocator,
         ..Default::default()
     };
+    if sys::LINEAR_MEMORIES_BY_EMBEDDER {
+        let [malloc_func, realloc_func, free_func] = linear_memory::allocator();
+        args.mem_alloc_type = sys::Alloc_With_Allocator;
+        args.mem_alloc_option.allocator = sys::MemAllocOption__bindgen_ty_2 {
+            malloc_func,
+            realloc_func,
+            free_func,
+            user_data: ptr::null_mut(),
+        };
+    }
     // SAFETY: the first WAMR call of the process (INIT runs this once); `args` is fully
     // initialised (zero is WAMR's default for every other field).
     if !unsafe { sys::wasm_runtime_full_init(&mut args) } {

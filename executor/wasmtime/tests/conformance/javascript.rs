@@ -289,6 +289,55 @@ fn what_an_activation_writes_over_its_state_stays_in_its_instance() {
     writes_stay_in_their_instance(ex, js(source));
 }
 
+/// The memories kept between engine instances change hands between actions without a trace:
+/// more actions than memories are kept (16), each with a state of its own, run in turn, each
+/// overwriting its state; every activation finds its own action's state as its top level left
+/// it, and nothing of another action's (a kept memory is reset to the image it held, and that
+/// image is unmapped before another is mapped).
+#[test]
+fn kept_memories_change_hands_between_actions_without_a_trace() {
+    let Some(ex) = js_executor(&[]) else { return };
+    let init = |mark: u64| {
+        let source = format!(
+            r#"
+            const mark = {mark};
+            const own = new Uint8Array(1 << 20).fill(mark);
+            let runs = 0;
+            function main() {{
+                let foreign = 0;
+                for (let i = 0; i < own.length; i += 4096) if (own[i] !== mark) foreign++;
+                own.fill(255 - mark);
+                runs++;
+                return {{ mark, foreign, runs }};
+            }}
+            "#
+        );
+        ex.init(&format!("action{mark}"), js(&source)).expect(200);
+    };
+    let mut marks: Vec<u64> = (1..=20).collect();
+    marks.iter().for_each(|&mark| init(mark));
+    for round in 0..3 {
+        for &mark in &marks {
+            let out = ex
+                .run(&format!("action{mark}"), json!({}))
+                .expect(200)
+                .json();
+            assert_eq!(
+                out,
+                json!({ "mark": mark, "foreign": 0, "runs": 1 }),
+                "round {round}"
+            );
+        }
+        // A destroyed action's memories hold an image nobody can ask for: they change hands
+        // first.
+        let gone = marks.remove(0);
+        ex.post(&format!("/action{gone}/destroy"), "").expect(200);
+        marks.push(gone + 20);
+        init(gone + 20);
+    }
+    ex.assert_healthy();
+}
+
 /// Every activation's instance ends, whether activations follow one another or overlap: a
 /// hundred runs that each write 16 MiB of fresh memory leave the executor's memory where a
 /// few such runs left it (an instance that outlived its answer unended would keep its 16 MiB).
