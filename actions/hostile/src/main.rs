@@ -22,8 +22,9 @@
 //! - `{"recurse": N}` recurses N frames deep (each holds a 1 KiB buffer)
 //! - `{"residue": true}` probes what earlier activations left in memory: counts the bytes of a
 //!   zero-initialised buffer that are not zero and of a buffer initialised by the module's data
-//!   that differ from it, then overwrites both → `{"residue": {"bytes", "zeroed_dirty",
-//!   "initialized_dirty"}}`; a fresh instance reports 0 and 0
+//!   that differ from it, then overwrites both; then grows the memory by `grown_bytes` and does
+//!   the same with the new pages, which must be zero → `{"residue": {"bytes", "zeroed_dirty",
+//!   "initialized_dirty", "grown_bytes", "grown_dirty"}}`; a fresh instance reports 0, 0 and 0
 
 use std::{
     fs,
@@ -106,6 +107,41 @@ const INITIAL: u8 = 0x5a;
 const WRITTEN: u8 = 0xa5;
 static ZEROED: [AtomicU8; RESIDUE_BYTES] = [const { AtomicU8::new(0) }; RESIDUE_BYTES];
 static INITIALIZED: [AtomicU8; RESIDUE_BYTES] = [const { AtomicU8::new(INITIAL) }; RESIDUE_BYTES];
+
+/// Wasm pages the `residue` probe grows the memory by: 2 MiB, more than any backend resets in
+/// place (wasmer's and WAMR's kept memories 1 MiB), so grown pages given back to the kernel are
+/// probed too.
+const GROWN_PAGES: usize = 32;
+const WASM_PAGE_BYTES: usize = 64 * 1024;
+
+/// Grows the memory by [`GROWN_PAGES`] behind the allocator's back, counts the new bytes that are
+/// not zero, then overwrites them all (the allocator's own later growth lies beyond them).
+#[cfg(target_arch = "wasm32")]
+fn probe_grown() -> Result<usize, Error> {
+    let first_page = core::arch::wasm32::memory_grow(0, GROWN_PAGES);
+    if first_page == usize::MAX {
+        return Err(error!("the memory did not grow by {GROWN_PAGES} pages"));
+    }
+    let start = (first_page * WASM_PAGE_BYTES) as *mut u8;
+    let dirty = (0..GROWN_PAGES * WASM_PAGE_BYTES)
+        .map(|at| {
+            // SAFETY: the pages were just added to the memory and nothing else refers to them.
+            unsafe {
+                let byte = start.add(at);
+                let was = byte.read_volatile();
+                byte.write_volatile(WRITTEN);
+                usize::from(was != 0)
+            }
+        })
+        .sum();
+    Ok(dirty)
+}
+
+/// Off Wasm there is no linear memory to grow: nothing to probe.
+#[cfg(not(target_arch = "wasm32"))]
+fn probe_grown() -> Result<usize, Error> {
+    Ok(0)
+}
 
 /// Counts the bytes of `buffer` that are not `expected`, then overwrites them all.
 fn probe(buffer: &[AtomicU8], expected: u8) -> usize {
@@ -199,6 +235,8 @@ fn attack(p: Value) -> Result<Value, Error> {
             "bytes": RESIDUE_BYTES,
             "zeroed_dirty": probe(&ZEROED, 0),
             "initialized_dirty": probe(&INITIALIZED, INITIAL),
+            "grown_bytes": GROWN_PAGES * WASM_PAGE_BYTES,
+            "grown_dirty": probe_grown()?,
         }}));
     }
     Ok(Value::Object(Map::new()))

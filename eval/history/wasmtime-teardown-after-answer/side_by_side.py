@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Warm /runs of one JavaScript or Python action on two wasmtime executor builds side by side.
+"""Warm /runs of one JavaScript or Python action on two executor builds side by side.
 
     side_by_side.py BEFORE_BINARY AFTER_BINARY --language js|py --rounds N --out FILE.json
 
-Both executors run at once, each with the language's engine from actions/dist and one container
-of eval/engines.py's action for the language, warmed by 20 /runs; then each round sends one
+Each binary's backend is read from its name (`wasm-executor-BACKEND`). Both executors run at
+once, each with the language's engine from actions/dist and one container of eval/engines.py's
+action for the language, warmed by 20 /runs; then each round sends one
 warm /run to each, the order alternating round by round, and takes the client's time and the
 executor's own (`eval/engines.py`'s `executor_ms` before and after; no /init comes between).
 Medians and means per build.
@@ -42,7 +43,8 @@ def main():
         # eval/engines.py's Executor starts target/release's build: point it at this one.
         engines.BIN = pathlib.Path(binary).parent
         (pathlib.Path(work) / name).mkdir()
-        ex = engines.Executor("wasmtime", pathlib.Path(work) / name, languages=(args.language,))
+        backend = pathlib.Path(binary).name.removeprefix("wasm-executor-")
+        ex = engines.Executor(backend, pathlib.Path(work) / name, languages=(args.language,))
         executors[name] = ex
     load_before = os.getloadavg()
     samples = {name: {"client_ms": [], "executor_ms": []} for name in executors}

@@ -157,12 +157,6 @@ def upper_bound(figure):
     return next(b for _, f, kind, b in TARGETS if f == figure and kind == "ms")
 
 
-def verdict(value, figure):
-    """'within the target' or 'over the target of 20 ms', for a figure with an upper bound."""
-    bound = upper_bound(figure)
-    return "within the target" if value <= bound else f"over the target of {fmt.ms(bound)}"
-
-
 def verdict_of_all(backends, figure):
     """'within the target on every backend', or the backends over it."""
     bound = upper_bound(figure)
@@ -207,9 +201,7 @@ def engines_figures():
         "py_state_transfer": fmt.ms(median(wasmtime, "py-state")
                                     - median(wasmtime, "py-state (executor side)")),
         "js_source_own_all": each_backend("js-source (executor side)"),
-        "js_warm_own_wasmtime": fmt.ms(median(wasmtime, "js-warm (executor side)")),
-        "js_warm_verdict": verdict(median(wasmtime, "js-warm (executor side)"),
-                                   "js-warm (executor side)"),
+        "js_warm_verdict": verdict_of_all(backends, "js-warm (executor side)"),
         "js_source_verdict": verdict_of_all(backends, "js-source (executor side)"),
         "py_warm_own_all": each_backend("py-warm (executor side)"),
         "js_warm_own_all": each_backend("js-warm (executor side)"),

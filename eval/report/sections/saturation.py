@@ -1,4 +1,4 @@
-"""Figures of the saturation run: cold starts/s, capacity, CPU cost, /init, concurrency limits."""
+"""Figures of the saturation run: cold starts/s, capacity, /init, concurrency limits."""
 
 from report import fmt, records
 from report.sections import _evaluation_util as ev
@@ -7,7 +7,6 @@ from report.sections import _saturation_util as util
 DOCKER = "docker"
 # Issue 14's targets (constants, not measurements).
 COLD_RATE_TARGET = 20
-COST_TARGET = 0.1
 SHARED_INIT_TARGET_MS = 0.2
 INIT_SCENARIOS = ("precompiled_new", "precompiled_shared", "portable_cached", "portable_compile")
 
@@ -165,33 +164,6 @@ def cold_figures():
     }
 
 
-# --------------------------------------------------------------------------- 9: platform cost
-def cost_figures():
-    cost = {c["platform"]: c for c in platforms()["cost"]}
-    docker_cpu = cost[DOCKER]["cpu_us"]
-    rows = [[p, f"{c['activations']:,}", fmt.number(c["cpu_us"]), fmt.number(c["wall_us"]),
-             fmt.number(c["executor_us"]), fmt.fixed(c["cpu_us"] / docker_cpu, 2)]
-            for p, c in cost.items()]
-    ratios = {p: cost[p]["cpu_us"] / docker_cpu for p in executors()}
-    best = min(ratios, key=ratios.get)
-    if ratios[best] <= COST_TARGET:
-        raise ValueError(f"the prose says the cost target ≤ {COST_TARGET} of Docker is not met; "
-                         f"{best} is at {ratios[best]:.2f}")
-    activations = {c["activations"] for c in cost.values()}
-    return {
-        "cost_table": fmt.table(["platform", "activations", "CPU µs per activation",
-                                 "wall µs per activation", "µs inside the executor",
-                                 "CPU vs docker"], rows, right=(1, 2, 3, 4, 5)),
-        "cost_activations": f"{activations.pop():,}" if len(activations) == 1 else "–",
-        "cost_best": best,
-        "cost_best_ratio": fmt.fixed(ratios[best], 2),
-        "cost_best_us": fmt.us(cost[best]["cpu_us"]),
-        "cost_docker_us": fmt.us(docker_cpu),
-        "cost_others": "; ".join(f"{p} {fmt.fixed(r, 2)}" for p, r in ratios.items() if p != best),
-        "cost_target": f"{COST_TARGET:g}",
-    }
-
-
 # ------------------------------------------------------------------------------ 11: /init of big
 INIT_RUNS = "init/run-*/summary.json"
 
@@ -240,7 +212,6 @@ def init_figures():
 def figures():
     figures = conditions()
     figures.update(cold_figures())
-    figures.update(cost_figures())
     figures.update(init_figures())
     figures.update(util.limits_figures())
     return figures

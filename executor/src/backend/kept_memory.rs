@@ -1,10 +1,12 @@
-//! Linear memories of language-engine instances that outlive their instances: reservations a
-//! backend takes from here (wasmtime through its `MemoryCreator`, wasmer through its tunables)
-//! and into which an action's memory image is mapped copy-on-write. An ended instance's memory
-//! is reset to the image it held (the pages the instance changed, copied back or given to the
-//! kernel) and kept for the next instance, which finds the image mapped and its pages resident
-//! when it is the same action's: no mapping, no page fault, no unmapping per activation. A
-//! memory that cannot be reset is unmapped, so no page of one instance reaches another.
+//! Linear memories that outlive their instances: reservations a backend takes from here
+//! (wasmtime's language engines through its `MemoryCreator`, wasmer through its tunables, WAMR
+//! through its allocator). A language engine's instance gets one into which its action's memory
+//! image is mapped copy-on-write; an ended instance's memory is reset to the image it held (the
+//! pages the instance changed, copied back or given to the kernel) and kept for the next
+//! instance, which finds the image mapped and its pages resident when it is the same action's:
+//! no mapping, no page fault, no unmapping per activation. Any other module's instance gets a
+//! zeroed one, reset to zeros when it ends. A memory that cannot be reset is unmapped, so no
+//! page of one instance reaches another.
 
 use std::{
     cell::RefCell,
@@ -18,7 +20,7 @@ use rustix::mm::{MapFlags, MprotectFlags, ProtFlags};
 
 use super::memory_image::MemoryImage;
 
-/// Ended instances' memories kept for the next ones.
+/// Ended instances' memories kept for the next ones, of each of the two lists.
 const KEPT_MEMORIES: usize = 16;
 /// Bytes of an ended instance's changed pages copied back from its image, per memory; further
 /// changed pages go back to the kernel.
@@ -78,6 +80,8 @@ static LIVE: Mutex<BTreeMap<usize, Holds>> = Mutex::new(BTreeMap::new());
 /// Ended instances' memories, reset, the most recently ended last, for new instances as
 /// [`choose`] picks them.
 static KEPT: Mutex<Vec<(KeptMemory, Holds)>> = Mutex::new(Vec::new());
+/// Ended instances' memories that hold zeros, for new instances of any module.
+static ZEROED: Mutex<Vec<KeptMemory>> = Mutex::new(Vec::new());
 
 thread_local! {
     /// The image the next memory taken on this thread is for, when known: a kept memory that
@@ -159,25 +163,44 @@ impl KeptMemory {
             let room = wanted.is_some() && kept.len() < KEPT_MEMORIES;
             choose(&worths, room).map(|at| kept.remove(at))
         });
-        let (mut memory, holds) = match kept {
+        let (memory, holds) = match kept {
             Some(kept) => kept,
-            None => (KeptMemory::reserve(reservation, mapped)?, Holds::Zeros),
+            None => (KeptMemory::zeroed(reservation, mapped)?, Holds::Zeros),
         };
-        let base = memory.base.as_ptr() as usize;
+        memory.lend(holds, minimum)
+    }
+
+    /// A memory of that shape holding zeros (for a module without an image): one an ended
+    /// instance left, reset, else a new one.
+    pub fn take_zeroed(
+        reservation: usize,
+        mapped: usize,
+        minimum: usize,
+    ) -> Result<KeptMemory, String> {
+        KeptMemory::zeroed(reservation, mapped)?.lend(Holds::Zeros, minimum)
+    }
+
+    /// A zeroed memory of that shape that nobody uses: kept, else new.
+    fn zeroed(reservation: usize, mapped: usize) -> Result<KeptMemory, String> {
+        let kept = {
+            let mut zeroed = ZEROED.lock().unwrap_or_else(PoisonError::into_inner);
+            let at = zeroed
+                .iter()
+                .rposition(|m| m.reservation == reservation && m.mapped == mapped);
+            at.map(|at| zeroed.remove(at))
+        };
+        kept.map_or_else(|| KeptMemory::reserve(reservation, mapped), Ok)
+    }
+
+    /// The memory, holding what `holds` says, made live for an instance with `minimum` bytes
+    /// accessible.
+    fn lend(mut self, holds: Holds, minimum: usize) -> Result<KeptMemory, String> {
         // Registered first: dropped on a failure below, the memory is reset to what it holds.
         LIVE.lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(base, holds);
-        memory.resize(minimum)?;
-        Ok(memory)
-    }
-
-    /// A new memory of that shape that is never kept (unmapped when dropped), for a module
-    /// without an image.
-    pub fn fresh(reservation: usize, mapped: usize, minimum: usize) -> Result<KeptMemory, String> {
-        let mut memory = KeptMemory::reserve(reservation, mapped)?;
-        memory.resize(minimum)?;
-        Ok(memory)
+            .insert(self.base.as_ptr() as usize, holds);
+        self.resize(minimum)?;
+        Ok(self)
     }
 
     fn reserve(reservation: usize, mapped: usize) -> Result<KeptMemory, String> {
@@ -267,11 +290,19 @@ impl Drop for KeptMemory {
         if let Some(holds) = holds
             && self.reset(&holds)
         {
-            let mut kept = KEPT.lock().unwrap_or_else(PoisonError::into_inner);
-            if kept.len() < KEPT_MEMORIES {
-                // The mapping moves into the list; this value no longer owns it.
-                kept.push((KeptMemory { ..*self }, holds));
-                return;
+            // The mapping moves into a list; this value no longer owns it.
+            if let Holds::Zeros = holds {
+                let mut zeroed = ZEROED.lock().unwrap_or_else(PoisonError::into_inner);
+                if zeroed.len() < KEPT_MEMORIES {
+                    zeroed.push(KeptMemory { ..*self });
+                    return;
+                }
+            } else {
+                let mut kept = KEPT.lock().unwrap_or_else(PoisonError::into_inner);
+                if kept.len() < KEPT_MEMORIES {
+                    kept.push((KeptMemory { ..*self }, holds));
+                    return;
+                }
             }
         }
         // SAFETY: unmaps exactly the mapping `reserve` made, images mapped into it included;
@@ -314,13 +345,13 @@ mod tests {
         let page = super::super::memory_image::host_page_bytes();
         // A shape of its own, so that no other test's memories are taken.
         let (reservation, mapped) = (64 * page + page, 80 * page + page);
-        let mut memory = KeptMemory::take(reservation, mapped, 2 * page).unwrap();
+        let mut memory = KeptMemory::take_zeroed(reservation, mapped, 2 * page).unwrap();
         let base = memory.base();
         // SAFETY: the memory's first two pages are accessible and only this test uses them.
         unsafe { base.as_ptr().add(page + 7).write(0xa5) };
         memory.resize(4 * page).unwrap();
         drop(memory);
-        let again = KeptMemory::take(reservation, mapped, 2 * page).unwrap();
+        let again = KeptMemory::take_zeroed(reservation, mapped, 2 * page).unwrap();
         assert_eq!(again.base(), base, "the ended memory was kept");
         // SAFETY: as above.
         assert_eq!(unsafe { base.as_ptr().add(page + 7).read() }, 0);

@@ -7,9 +7,11 @@
 //! `create_vm_memory` through a thread-local set around `Instance::new`, which runs on the
 //! calling thread. A memory created outside such a scope is refused (fail closed).
 //!
-//! A language engine's instance (one that said which memory image it will be given) gets a
-//! [`KeptMemory`] instead of wasmer's own memory: reset and kept when the instance ends, it still
-//! holds the image, mapped and resident, for the next instance of the same action.
+//! Every memory of the static style (all of them on 64-bit targets) is a [`KeptMemory`] instead
+//! of wasmer's own: reset and kept when its instance ends. A language engine's instance (one
+//! that said which memory image it will be given) gets one that may still hold its action's
+//! image, mapped and resident; any other instance gets a zeroed one, into which wasmer copies the
+//! module's data.
 
 use std::{
     cell::RefCell,
@@ -122,10 +124,10 @@ impl Tunables for LimitingTunables {
     ) -> Result<VMMemory, MemoryError> {
         let budget = current_budget()?;
         budget.one_memory()?;
-        let memory = if kept_memory::image_preferred() && *style == MemoryStyle::Static {
+        let memory = if *style == MemoryStyle::Static {
             // SAFETY: wasmer's caller hands over the instance's definition, valid for as long
             // as the memory it is about to own.
-            unsafe { EngineMemory::take(ty, vm_definition_location)? }
+            unsafe { KeptLinearMemory::take(ty, vm_definition_location)? }
         } else {
             // SAFETY: forwarded unchanged from wasmer's caller, which upholds the contract.
             unsafe {
@@ -179,11 +181,11 @@ fn current_budget() -> Result<MemoryBudget, MemoryError> {
         .ok_or_else(|| MemoryError::Generic("a memory was created outside an activation".into()))
 }
 
-/// A language engine's linear memory: a [`KeptMemory`] of wasmer's static shape (the 32-bit
-/// index space reserved, then the offset guard), described to the instance's code by the
-/// definition in its context.
+/// A linear memory of the static style: a [`KeptMemory`] of that shape (the 32-bit index space
+/// reserved, then the offset guard), described to the instance's code by the definition in its
+/// context.
 #[derive(Debug)]
-struct EngineMemory {
+struct KeptLinearMemory {
     memory: KeptMemory,
     ty: MemoryType,
     definition: NonNull<VMMemoryDefinition>,
@@ -191,11 +193,11 @@ struct EngineMemory {
 
 // SAFETY: the definition lives in the instance's context, which owns this memory and which
 // wasmer serialises access to through its store; the memory itself is a plain mapping.
-unsafe impl Send for EngineMemory {}
+unsafe impl Send for KeptLinearMemory {}
 // SAFETY: as above; `&self` methods only read.
-unsafe impl Sync for EngineMemory {}
+unsafe impl Sync for KeptLinearMemory {}
 
-impl EngineMemory {
+impl KeptLinearMemory {
     /// # Safety
     ///
     /// `definition` is the instance's own, valid for the life of the memory made here.
@@ -216,9 +218,14 @@ impl EngineMemory {
         let reservation = bound.bytes().0;
         let guard = usize::try_from(MemoryStyle::static_offset_guard_size())
             .map_err(|e| MemoryError::Generic(e.to_string()))?;
-        let memory = KeptMemory::take(reservation, reservation + guard, ty.minimum.bytes().0)
-            .map_err(MemoryError::Generic)?;
-        let mut engine_memory = EngineMemory {
+        let (mapped, minimum) = (reservation + guard, ty.minimum.bytes().0);
+        let memory = if kept_memory::image_preferred() {
+            KeptMemory::take(reservation, mapped, minimum)
+        } else {
+            KeptMemory::take_zeroed(reservation, mapped, minimum)
+        }
+        .map_err(MemoryError::Generic)?;
+        let mut engine_memory = KeptLinearMemory {
             memory,
             ty: *ty,
             definition,
@@ -250,7 +257,7 @@ impl EngineMemory {
     }
 }
 
-impl LinearMemory for EngineMemory {
+impl LinearMemory for KeptLinearMemory {
     fn ty(&self) -> MemoryType {
         MemoryType {
             minimum: self.size(),
@@ -300,7 +307,7 @@ impl LinearMemory for EngineMemory {
 
     fn copy(&self) -> Result<Box<dyn LinearMemory + Send + Sync + 'static>, MemoryError> {
         Err(MemoryError::UnsupportedOperation {
-            message: "a language engine's memory is not copied".into(),
+            message: "a kept memory is not copied".into(),
         })
     }
 }

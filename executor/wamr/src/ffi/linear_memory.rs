@@ -1,9 +1,9 @@
 //! WAMR's allocator where bounds are checked by guard pages (`Alloc_With_Allocator`, each call
 //! told what the allocation is for): the runtime's own allocations come from the C heap, linear
-//! memories are reservations of the executor's own, of the shape WAMR's code expects (8 GiB
-//! reserved, the memory's size accessible, grown in place). A language engine's instance gets a
-//! [`KeptMemory`], which still holds its action's image, mapped and resident, when the next
-//! instance of that action takes it; every other module's memory is fresh and unmapped with it.
+//! memories are [`KeptMemory`]s, of the shape WAMR's code expects (8 GiB reserved, the memory's
+//! size accessible, grown in place) and kept between instances: a language engine's instance
+//! gets one that may still hold its action's image, mapped and resident; every other module's
+//! instance gets a zeroed one.
 
 use std::{
     collections::BTreeMap,
@@ -41,7 +41,7 @@ extern "C" fn allocate(usage: u32, size: u32) -> *mut c_void {
     let made = if kept_memory::image_preferred() {
         KeptMemory::take(RESERVATION, MAPPED, size as usize)
     } else {
-        KeptMemory::fresh(RESERVATION, MAPPED, size as usize)
+        KeptMemory::take_zeroed(RESERVATION, MAPPED, size as usize)
     };
     match made {
         Ok(memory) => {
