@@ -333,11 +333,13 @@ def measure(backend, languages, rounds, containers, work, docker=False):
 
 
 def commit_measured():
-    """The checkout's commit, marked "-dirty" when it has changes git tracks; None outside git."""
+    """The checkout's commit, marked "-dirty" when files git tracks changed outside eval/results
+    (the records, which the earlier of repeated runs write); None outside git."""
     try:
         head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short=10", "HEAD"],
                               capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
+        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no",
+                                "--", ":/", ":(top,exclude)eval/results"],
                                capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return None

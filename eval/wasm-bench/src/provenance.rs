@@ -1,5 +1,6 @@
 //! Where a record comes from: when its run started (UTC) and which commit of the repository it
-//! ran in (marked dirty when tracked files differ from it), for every summary.json written.
+//! ran in (marked dirty when tracked files other than the records differ from it), for every
+//! summary.json written.
 
 use std::process::Command;
 
@@ -12,7 +13,9 @@ pub struct Provenance {
     /// The start of the run, RFC 3339 in UTC to the second, e.g. `2026-01-31T09:15:02Z`.
     pub date_utc: String,
     /// `git rev-parse --short=10 HEAD` of the repository around the working directory,
-    /// suffixed `-dirty` when `git status --porcelain --untracked-files=no` lists anything;
+    /// suffixed `-dirty` when `git status --porcelain --untracked-files=no` lists anything
+    /// outside `eval/results/` (the records a run writes, so that the later of repeated runs
+    /// are not marked by the earlier ones' records);
     /// None when git is unavailable or the working directory is in no repository.
     pub commit: Option<String>,
 }
@@ -49,9 +52,19 @@ fn date_utc(at: OffsetDateTime) -> String {
 /// The commit of the working directory's repository, or None without git.
 fn commit() -> Option<String> {
     let hash = git(&["rev-parse", "--short=10", "HEAD"])?;
-    let status = git(&["status", "--porcelain", "--untracked-files=no"])?;
+    let status = git(&[
+        "status",
+        "--porcelain",
+        "--untracked-files=no",
+        "--",
+        ":/",
+        RECORDS_EXCLUDED,
+    ])?;
     Some(commit_label(&hash, &status))
 }
+
+/// The pathspec that leaves the records out of the dirty check (git's own syntax).
+const RECORDS_EXCLUDED: &str = ":(top,exclude)eval/results";
 
 /// `hash` (trimmed), with `-dirty` when `porcelain` (git status's output) lists a change.
 fn commit_label(hash: &str, porcelain: &str) -> String {
