@@ -97,7 +97,7 @@ pub fn prefer(image: Option<&MemoryImage>) {
 
 /// Whether the next instance instantiated on this thread said which image it will be given
 /// ([`prefer`]).
-pub fn image_preferred() -> bool {
+fn image_preferred() -> bool {
     WANTED.with(|wanted| wanted.borrow().is_some())
 }
 
@@ -148,8 +148,13 @@ unsafe impl Sync for KeptMemory {}
 impl KeptMemory {
     /// A memory of `minimum` accessible bytes in a reservation of `reservation` bytes and a
     /// guard up to `mapped`: a kept one of that shape as [`choose`] picks it for the image this
-    /// thread [`prefer`]s, else a new one.
+    /// thread [`prefer`]s, else a new one. Without a preference, one that holds zeros: a memory
+    /// that holds an image is only ever handed to an instance that will be given an image,
+    /// which [`install`] then puts in place of the one it held.
     pub fn take(reservation: usize, mapped: usize, minimum: usize) -> Result<KeptMemory, String> {
+        if !image_preferred() {
+            return KeptMemory::take_zeroed(reservation, mapped, minimum);
+        }
         let kept = WANTED.with(|wanted| {
             let wanted = wanted.borrow();
             let mut kept = KEPT.lock().unwrap_or_else(PoisonError::into_inner);
@@ -172,7 +177,7 @@ impl KeptMemory {
 
     /// A memory of that shape holding zeros (for a module without an image): one an ended
     /// instance left, reset, else a new one.
-    pub fn take_zeroed(
+    fn take_zeroed(
         reservation: usize,
         mapped: usize,
         minimum: usize,

@@ -31,10 +31,7 @@ use wasmer::{
 };
 use wasmer_compiler::BaseTunables;
 
-use wasm_executor::backend::{
-    MAX_TABLE_ELEMENTS,
-    kept_memory::{self, KeptMemory},
-};
+use wasm_executor::backend::{MAX_TABLE_ELEMENTS, kept_memory::KeptMemory};
 
 /// The memory limit of one activation, whether the guest ran into it, and whether its one
 /// linear memory exists yet.
@@ -219,12 +216,8 @@ impl KeptLinearMemory {
         let guard = usize::try_from(MemoryStyle::static_offset_guard_size())
             .map_err(|e| MemoryError::Generic(e.to_string()))?;
         let (mapped, minimum) = (reservation + guard, ty.minimum.bytes().0);
-        let memory = if kept_memory::image_preferred() {
-            KeptMemory::take(reservation, mapped, minimum)
-        } else {
-            KeptMemory::take_zeroed(reservation, mapped, minimum)
-        }
-        .map_err(MemoryError::Generic)?;
+        let memory =
+            KeptMemory::take(reservation, mapped, minimum).map_err(MemoryError::Generic)?;
         let mut engine_memory = KeptLinearMemory {
             memory,
             ty: *ty,

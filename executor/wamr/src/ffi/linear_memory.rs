@@ -11,7 +11,7 @@ use std::{
     sync::{Mutex, PoisonError},
 };
 
-use wasm_executor::backend::kept_memory::{self, KeptMemory};
+use wasm_executor::backend::kept_memory::KeptMemory;
 
 /// `Alloc_For_LinearMemory` of WAMR's `mem_alloc_usage_t` (`Alloc_For_Runtime` is 0).
 const FOR_LINEAR_MEMORY: u32 = 1;
@@ -38,12 +38,7 @@ extern "C" fn allocate(usage: u32, size: u32) -> *mut c_void {
         // SAFETY: the C heap's malloc, for WAMR's own bookkeeping.
         return unsafe { libc::malloc(size as usize) };
     }
-    let made = if kept_memory::image_preferred() {
-        KeptMemory::take(RESERVATION, MAPPED, size as usize)
-    } else {
-        KeptMemory::take_zeroed(RESERVATION, MAPPED, size as usize)
-    };
-    match made {
+    match KeptMemory::take(RESERVATION, MAPPED, size as usize) {
         Ok(memory) => {
             let base = memory.base().as_ptr();
             MEMORIES
