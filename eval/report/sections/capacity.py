@@ -1,18 +1,31 @@
 """RESULTS.md's capacity in 1 GiB: the arrival rate each platform sustains with its pool sized
-as OpenWhisk reserves containers, the rate found by search, in repeated runs on one build."""
+as OpenWhisk reserves containers, and sized by each platform's measured memory per container,
+the rate found by search, in repeated runs on one build for each sizing."""
 
 from report import fmt, records
 from report.sections import _evaluation_util as ev
 
-RUNS = "capacity/run-*/summary.json"
-SIZING = "reservation"
+# Each sizing's repeated runs: the records' directory and the rows' `sizing`.
+RUNS = {
+    "reservation": "capacity/run-*/summary.json",
+    "measured": "capacity-measured/run-*/summary.json",
+}
 
 
 def _row(run, platform):
+    sizing = _sizing_of(run)
     for row in records.json_of(run)["capacity"]:
-        if row["platform"] == platform and row["sizing"] == SIZING:
+        if row["platform"] == platform and row["sizing"] == sizing:
             return row
-    raise KeyError(f"{run}: no {SIZING} row for {platform}")
+    raise KeyError(f"{run}: no {sizing} row for {platform}")
+
+
+def _sizing_of(run):
+    """The sizing whose runs `run` is one of, by its directory."""
+    for sizing, pattern in RUNS.items():
+        if run.startswith(pattern.split("/run-")[0] + "/run-"):
+            return sizing
+    raise KeyError(f"{run}: of no sizing's runs")
 
 
 def _probes(row):
@@ -45,12 +58,11 @@ def _bounds(run, platform):
 
 
 def _table(runs, platforms):
-    first = runs[0]
     rows = []
     for p in platforms:
         rates = [_sustained(r, p) for r in runs]
-        rows.append([ev.name(p), fmt.number(_row(first, p)["container_mb"]),
-                     fmt.number(_row(first, p)["slots"]),
+        rows.append([ev.name(p), fmt.span([_row(r, p)["container_mb"] for r in runs]),
+                     _slots_span(runs, p),
                      *(f"{fmt.rate(_sustained(r, p))} ({fmt.number(_row(r, p)['first_failing_rate'])})"
                        for r in runs),
                      fmt.mean_and_interval(rates, fmt.rate),
@@ -70,32 +82,66 @@ def _probe_table(runs, platforms):
                       "sustained vs Docker's (bounds)"], rows)
 
 
-def figures():
-    runs = records.repeated(RUNS)
-    record = records.json_of(runs[0])
-    sizes = record["sizes"]
-    platforms = record["platforms"]
+def _slots_span(runs, platform):
+    """The slots a platform's pool got across the runs (each run measures its memory anew)."""
+    return fmt.span([_row(r, platform)["slots"] for r in runs], fmt.number)
+
+
+def _sizing_figures(sizing):
+    """The figures of one sizing's runs, their keys prefixed with the sizing but for
+    reservation's (the section's first)."""
+    runs = records.repeated(RUNS[sizing])
+    platforms = records.json_of(runs[0])["platforms"]
     executors = [p for p in platforms if p not in ev.BASELINES]
-    if {len({_row(r, p)["slots"] for p in platforms}) for r in runs} != {1}:
-        raise ValueError("the prose says every platform gets the same slots when reserving")
     means = {p: fmt.mean(_ratios(runs, p)) for p in executors}
     if min(means.values()) <= 1:
         raise ValueError(f"the prose says the executors sustain more than Docker; means {means}")
+    prefix = "" if sizing == "reservation" else f"{sizing}_"
+    return runs, platforms, executors, means, {
+        f"{prefix}runs": str(len(runs)),
+        f"{prefix}conditions": records.conditions_table(
+            [(str(i), r) for i, r in enumerate(runs, 1)]),
+        f"{prefix}table": _table(runs, platforms),
+        f"{prefix}probe_table": _probe_table(runs, platforms),
+        f"{prefix}ratio": fmt.span(means.values(), fmt.times),
+        f"{prefix}ratios": ", ".join(
+            f"{ev.name(p)} {fmt.mean_and_interval(_ratios(runs, p), fmt.times)}"
+            for p in executors),
+        f"{prefix}sustained": ", ".join(
+            f"{ev.name(p)} {fmt.mean_and_interval([_sustained(r, p) for r in runs], fmt.rate)}"
+            for p in platforms),
+    }
+
+
+def figures():
+    runs, platforms, _, _, reservation = _sizing_figures("reservation")
+    record = records.json_of(runs[0])
+    sizes = record["sizes"]
+    if {len({_row(r, p)["slots"] for p in platforms}) for r in runs} != {1}:
+        raise ValueError("the prose says every platform gets the same slots when reserving")
+    measured_runs, measured_platforms, measured_executors, _, measured = \
+        _sizing_figures("measured")
+    if any(_row(r, "docker")["slots"] >= _row(r, p)["slots"]
+           for r in measured_runs for p in measured_executors):
+        raise ValueError("the prose says Docker's measured pool holds the fewest containers")
+    if measured_executors != ["wasmtime"]:
+        raise ValueError("the prose says the runs sized by measured use are of the wasmtime "
+                         f"build alone; they are of {measured_executors}")
+    if records.json_of(measured_runs[0])["sizes"] != sizes:
+        raise ValueError("the prose says both sizings' runs searched with the same sizes")
     return {
-        "runs": str(len(runs)),
-        "conditions": records.conditions_table([(str(i), r) for i, r in enumerate(runs, 1)]),
+        **reservation,
+        **measured,
+        "measured_docker_slots": _slots_span(measured_runs, "docker"),
+        "measured_docker_mb": fmt.span(
+            [_row(r, "docker")["container_mb"] for r in measured_runs], fmt.number),
+        "measured_executor_slots": fmt.span(
+            [_row(r, p)["slots"] for r in measured_runs for p in measured_executors],
+            fmt.number),
         "secs": f"{fmt.number(sizes['capacity_secs'])} s",
         "p99": f"{fmt.number(sizes['capacity_p99_ms'])} ms",
         "ladder": ", ".join(fmt.number(r) for r in sizes["capacity_rates"]),
         "precision": fmt.pct(sizes["capacity_precision"] - 1),
         "cap": f"{fmt.number(sizes['capacity_rate_cap'])}/s",
         "slots": fmt.number(_row(runs[0], "docker")["slots"]),
-        "table": _table(runs, platforms),
-        "probe_table": _probe_table(runs, platforms),
-        "reservation_ratio": fmt.span(means.values(), fmt.times),
-        "ratios": ", ".join(f"{ev.name(p)} {fmt.mean_and_interval(_ratios(runs, p), fmt.times)}"
-                            for p in executors),
-        "sustained": ", ".join(
-            f"{ev.name(p)} {fmt.mean_and_interval([_sustained(r, p) for r in runs], fmt.rate)}"
-            for p in platforms),
     }

@@ -1,4 +1,5 @@
-"""Figures of the saturation run: cold starts/s, capacity, /init, concurrency limits."""
+"""Figures of the saturation section: cold starts/s, /init, concurrency limits, each from
+repeated runs on one build."""
 
 from report import fmt, records
 from report.sections import _evaluation_util as ev
@@ -9,29 +10,6 @@ DOCKER = "docker"
 COLD_RATE_TARGET = 20
 SHARED_INIT_TARGET_MS = 0.2
 INIT_SCENARIOS = ("precompiled_new", "precompiled_shared", "portable_cached", "portable_compile")
-
-
-def platforms():
-    return records.json_of(util.PLATFORMS)
-
-
-def executors():
-    return [p for p in platforms()["platforms"] if p != DOCKER]
-
-
-def conditions():
-    run = platforms()
-    machine = run["machine"]
-    if run["quick"]:
-        raise ValueError("the saturation record is a --quick run")
-    return {
-        "minutes": fmt.number(run["wall_seconds"] / 60),
-        "cpus": str(machine["logical_cpus"]),
-        "pinning": "none" if run["pinning"] is None else "on",
-        "load_start": fmt.load(machine["loadavg_start"]),
-        "load_end": fmt.load(machine["loadavg_end"]),
-        "others": fmt.pct(machine["cpu_others_percent"] / 100),
-    }
 
 
 # ------------------------------------------------------------------ 10: cold starts at saturation
@@ -210,8 +188,7 @@ def init_figures():
 
 
 def figures():
-    figures = conditions()
-    figures.update(cold_figures())
+    figures = cold_figures()
     figures.update(init_figures())
     figures.update(util.limits_figures())
     return figures

@@ -177,10 +177,6 @@ impl Platform for DockerPlatform {
         true
     }
 
-    fn reserved_memory_mb(&self) -> Option<f64> {
-        Some(MEMORY_MB as f64)
-    }
-
     fn own_memory(&self) -> Option<u64> {
         Some(
             engine_pids()

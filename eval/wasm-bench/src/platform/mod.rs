@@ -112,11 +112,6 @@ pub trait Platform: Send + Sync {
     fn suspends(&self) -> bool {
         false
     }
-    /// Memory every container reserves from the invoker's budget whatever it uses (MB), on
-    /// platforms that reserve a fixed amount (Docker: the container's memory limit).
-    fn reserved_memory_mb(&self) -> Option<f64> {
-        None
-    }
     /// Memory the platform uses for its own processes (bytes), e.g. the executor's RSS.
     fn own_memory(&self) -> Option<u64> {
         None

@@ -2,9 +2,10 @@
 //! pool with OpenWhisk's 1 GiB of user memory, at arrival rates a search picks, once per way of
 //! sizing the pool's containers. `reservation`: every platform's containers reserve the
 //! action's memory (256 MB), as OpenWhisk's invoker (with this project's patch) accounts for a
-//! Wasm container exactly as for a Docker one: the same 4 slots for all. `measured`: an
-//! executor's containers take its measured memory per warm container of `hash` (thousands of
-//! slots), Docker's still its 256 MB reservation.
+//! Wasm container exactly as for a Docker one: the same 4 slots for all. `measured`: every
+//! platform's containers take its own measured memory per warm container of `hash` (an
+//! executor's thousands of slots, Docker's tens), as an invoker that accounted for what each
+//! container uses would size them.
 //!
 //! A rate passes when no activation failed and the p99 latency stayed within the target. The
 //! search ([`rate_search`]) climbs the ladder `capacity_rates` (doubling past it up to
@@ -38,8 +39,7 @@ pub enum SizingChoice {
     /// Every platform's container reserves the action's memory (256 MB), as OpenWhisk's
     /// invoker does: the same slots for all.
     Reservation,
-    /// An executor's container takes its measured memory per warm container of `hash`;
-    /// Docker's its 256 MB reservation.
+    /// Every platform's container takes its measured memory per warm container of `hash`.
     Measured,
     /// Reservation, then measured, on each platform.
     Both,
@@ -110,10 +110,9 @@ pub fn measure(
 ) -> anyhow::Result<(Vec<Sample>, CapacityRow)> {
     let sizes = &ctx.sizes;
     let openwhisk = PoolConfig::openwhisk(Duration::from_secs_f64(sizes.realistic_idle_secs));
-    let container_mb = match (sizing, platform.reserved_memory_mb()) {
-        (Sizing::Reservation, _) => openwhisk.container_memory_mb,
-        (Sizing::Measured, Some(reserved)) => reserved,
-        (Sizing::Measured, None) => {
+    let container_mb = match sizing {
+        Sizing::Reservation => openwhisk.container_memory_mb,
+        Sizing::Measured => {
             memory::measure_module(&*platform, ctx, "hash", "hash")?.per_container_mib * 1.048_576
         }
     };

@@ -17,7 +17,7 @@ pub fn markdown(rows: &[CapacityRow], p99_target_ms: f64) -> String {
     );
     let _ = writeln!(
         md,
-        "Sizing `reservation`: every container reserves the action's 256 MB, as OpenWhisk's invoker does, so every platform gets the same slots; `measured`: an executor's container takes its measured memory per warm container, Docker's its 256 MB reservation. A rate passes when no activation failed and the p99 stayed within {p99_target_ms} ms; the search climbs a ladder of rates until one fails (✗), then bisects; the sustainable rate lies in [sustained, first failing).\n"
+        "Sizing `reservation`: every container reserves the action's 256 MB, as OpenWhisk's invoker does, so every platform gets the same slots; `measured`: every platform's container takes its own measured memory per warm container of `hash`, Docker's included. A rate passes when no activation failed and the p99 stayed within {p99_target_ms} ms; the search climbs a ladder of rates until one fails (✗), then bisects; the sustainable rate lies in [sustained, first failing).\n"
     );
     let _ = writeln!(
         md,
