@@ -1,6 +1,6 @@
-//! Failures that must not vanish into the log: client threads and tasks that panicked, and
-//! containers that could not be removed, paused or resumed (counted, so that a run can fail on
-//! them).
+//! Failures that must not vanish into the log: client threads and tasks that panicked,
+//! containers that could not be removed (counted, so that a run can fail on them), and pauses
+//! that failed (counted and recorded: the container stays warm, so nothing is lost).
 
 use std::{
     any::Any,
@@ -11,6 +11,7 @@ use std::{
 use anyhow::bail;
 
 static HOUSEKEEPING: AtomicUsize = AtomicUsize::new(0);
+static SUSPENSIONS_FAILED: AtomicUsize = AtomicUsize::new(0);
 
 /// Logs and counts a failed housekeeping operation on a container (`what`: "removing an idle
 /// container", …).
@@ -22,6 +23,18 @@ pub fn housekeeping(what: &str, error: &anyhow::Error) {
 /// Housekeeping failures since the process started.
 pub fn housekeeping_count() -> usize {
     HOUSEKEEPING.load(Ordering::Relaxed)
+}
+
+/// Logs and counts a pause of an idle container that failed; the container stays warm and in
+/// the pool (Docker's freezer can fail to freeze a container of an overloaded machine in time).
+pub fn suspension_failed(error: &anyhow::Error) {
+    tracing::warn!(%error, "suspending an idle container failed; it stays warm");
+    SUSPENSIONS_FAILED.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Failed pauses since the process started.
+pub fn suspensions_failed_count() -> usize {
+    SUSPENSIONS_FAILED.load(Ordering::Relaxed)
 }
 
 /// Joins every thread; if any panicked, an error with each panic's message (`what` names the

@@ -489,7 +489,7 @@ impl Invoker {
                 failures::housekeeping("removing a container after shutdown", &error);
             }
             if let Err(error) = suspended {
-                failures::housekeeping("suspending an idle container", &error);
+                failures::suspension_failed(&error);
             }
             self.changed.notify_waiters();
         }

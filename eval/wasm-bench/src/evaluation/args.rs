@@ -125,9 +125,11 @@ pub struct EvaluateArgs {
     pub footprint_precompiler_flag: Vec<String>,
     /// Fail the run (after every result is written) when more than this percentage of an
     /// experiment's activations on one platform failed, cold starts included. 0 fails on any
-    /// failed activation. A panicked client thread, or a container that could not be removed,
-    /// paused or resumed, always fails it. The capacity experiment is not counted: its search
-    /// raises the rate until activations fail or queue too long.
+    /// failed activation (a container that could not be resumed fails its activation). A
+    /// panicked client thread, or a container that could not be removed, always fails it; a
+    /// failed pause does not (the container stays warm), and summary.json counts those. The
+    /// capacity experiment is not counted: its search raises the rate until activations fail or
+    /// queue too long.
     #[arg(long, default_value_t = 0.0)]
     pub max_error_pct: f64,
 }

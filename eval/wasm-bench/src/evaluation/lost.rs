@@ -28,7 +28,7 @@ pub fn expected<'a>(
 /// Fails when an experiment lost activations on a platform: more than `max_error_pct` percent
 /// failed (experiments whose failures are what they measure aside: capacity's search raises
 /// the arrival rate until activations fail), or `expected` (experiment, platform) pairs have no
-/// activation at all, or containers could not be removed, paused or resumed. The error lists
+/// activation at all, or containers could not be removed. The error lists
 /// every such finding.
 pub fn check_failures(
     results: &Results,
@@ -67,7 +67,7 @@ pub fn check_failures(
     let housekeeping = failures::housekeeping_count();
     if housekeeping > 0 {
         problems.push(format!(
-            "{housekeeping} container(s) could not be removed, paused or resumed (see the log)"
+            "{housekeeping} container(s) could not be removed (see the log)"
         ));
     }
     if problems.is_empty() {

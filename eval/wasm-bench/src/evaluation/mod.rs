@@ -122,6 +122,10 @@ fn head(
         ("commit", json!(provenance.commit)),
         ("quick", json!(args.quick)),
         ("wall_seconds", json!(started.elapsed().as_secs_f64())),
+        (
+            "suspensions_failed",
+            json!(crate::failures::suspensions_failed_count()),
+        ),
         ("machine", json!(Machine::probe(start))),
         ("sizes", json!(ctx.sizes)),
         ("platforms", json!(args.platforms)),
