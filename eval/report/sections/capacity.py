@@ -82,6 +82,20 @@ def _probe_table(runs, platforms):
                       "sustained vs Docker's (bounds)"], rows)
 
 
+def _cold_shares(runs, platforms):
+    """The share of cold starts among the activations of each probe (run, platform, rate) of
+    `platforms`."""
+    shares = []
+    for run in runs:
+        counts = {}
+        for row in records.csv_rows(run.replace("summary.json", "capacity.csv.gz")):
+            if row["platform"] in platforms:
+                total, cold = counts.get((row["platform"], row["level"]), (0, 0))
+                counts[(row["platform"], row["level"])] = (total + 1, cold + int(row["cold"]))
+        shares += [cold / total for total, cold in counts.values()]
+    return shares
+
+
 def _slots_span(runs, platform):
     """The slots a platform's pool got across the runs (each run measures its memory anew)."""
     return fmt.span([_row(r, platform)["slots"] for r in runs], fmt.number)
@@ -129,12 +143,27 @@ def figures():
                          f"build alone; they are of {measured_executors}")
     if records.json_of(measured_runs[0])["sizes"] != sizes:
         raise ValueError("the prose says both sizings' runs searched with the same sizes")
+    both = ["wasmtime", "docker"]
+    reserved_means = {p: fmt.mean([_sustained(r, p) for r in runs]) for p in both}
+    measured_means = {p: fmt.mean([_sustained(r, p) for r in measured_runs]) for p in both}
+    if any(measured_means[p] <= reserved_means[p] for p in both):
+        raise ValueError("the prose says both platforms sustain more with pools sized by use; "
+                         f"means {reserved_means} reserved, {measured_means} measured")
+    reserved_cold, measured_cold = _cold_shares(runs, both), _cold_shares(measured_runs, both)
+    if max(measured_cold) >= min(reserved_cold):
+        raise ValueError("the prose says every probe of the measured pools started fewer cold "
+                         "containers than any of the reserved pools")
     return {
         **reservation,
         **measured,
         "measured_docker_slots": _slots_span(measured_runs, "docker"),
         "measured_docker_mb": fmt.span(
             [_row(r, "docker")["container_mb"] for r in measured_runs], fmt.number),
+        "measured_vs_reserved": " and ".join(
+            f"{ev.name(p)}'s from {fmt.rate(reserved_means[p])} to {fmt.rate(measured_means[p])}"
+            for p in both),
+        "reserved_cold": fmt.span(reserved_cold, fmt.pct),
+        "measured_cold": fmt.span(measured_cold, fmt.pct),
         "measured_executor_slots": fmt.span(
             [_row(r, p)["slots"] for r in measured_runs for p in measured_executors],
             fmt.number),
