@@ -28,8 +28,8 @@ pub fn expected<'a>(
 /// Fails when an experiment lost activations on a platform: more than `max_error_pct` percent
 /// failed (experiments whose failures are what they measure aside: capacity's search raises
 /// the arrival rate until activations fail), or `expected` (experiment, platform) pairs have no
-/// activation at all, or containers could not be removed. The error lists
-/// every such finding.
+/// activation at all, or containers could not be removed (a failed pause does not count: the
+/// container stays warm). The error lists every such finding.
 pub fn check_failures(
     results: &Results,
     expected: &[(&str, &str)],
@@ -130,5 +130,15 @@ mod tests {
             vec![sample("wasmtime", 200), sample("wasmtime", 503)],
         );
         check_failures(&results, &[("cold", "wasmtime")], 0.0).unwrap();
+    }
+
+    #[test]
+    fn a_failed_pause_loses_nothing() {
+        let mut results = Results::default();
+        results.add("realistic", vec![sample("docker", 200)]);
+        let before = failures::suspensions_failed_count();
+        failures::suspension_failed(&anyhow::anyhow!("unable to freeze"));
+        assert_eq!(failures::suspensions_failed_count(), before + 1);
+        check_failures(&results, &[("realistic", "docker")], 0.0).unwrap();
     }
 }
