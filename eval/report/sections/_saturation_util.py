@@ -22,6 +22,10 @@ def share(cell):
     return cell["cold"] / cell["requests"]
 
 
+def p99(cell):
+    return cell["p99_ms"]
+
+
 def across_runs(runs, platform, limit, figure):
     """One figure of one cell in every run."""
     return [figure(limit_cells(r)[(platform, limit)]) for r in runs]
@@ -30,9 +34,6 @@ def across_runs(runs, platform, limit, figure):
 def limits_table(runs, platforms, limits):
     """Per platform and limit: each run's cold share and p99, and their means with the 95 %
     intervals across the runs."""
-    def p99(cell):
-        return cell["p99_ms"]
-
     rows = []
     for p in platforms:
         for limit in limits:
@@ -67,9 +68,6 @@ def limits_figures():
 
     def means(platform, figure):
         return [fmt.mean(across_runs(runs, platform, n, figure)) for n in limits]
-
-    def p99(cell):
-        return cell["p99_ms"]
 
     docker_shares = falling(means(DOCKER, share), "Docker's cold share")
     wasm_shares = falling(means(executor, share), "the executor's cold share")

@@ -44,6 +44,11 @@ def _sustained(run, platform):
     return rate
 
 
+def _rates(runs, platform):
+    """A platform's sustained rate in each of `runs`."""
+    return [_sustained(r, platform) for r in runs]
+
+
 def _ratios(runs, platform):
     return [_sustained(r, platform) / _sustained(r, "docker") for r in runs]
 
@@ -60,7 +65,7 @@ def _bounds(run, platform):
 def _table(runs, platforms):
     rows = []
     for p in platforms:
-        rates = [_sustained(r, p) for r in runs]
+        rates = _rates(runs, p)
         rows.append([ev.name(p), fmt.span([_row(r, p)["container_mb"] for r in runs]),
                      _slots_span(runs, p),
                      *(f"{fmt.rate(_sustained(r, p))} ({fmt.number(_row(r, p)['first_failing_rate'])})"
@@ -122,7 +127,7 @@ def _sizing_figures(sizing):
             f"{ev.name(p)} {fmt.mean_and_interval(_ratios(runs, p), fmt.times)}"
             for p in executors),
         f"{prefix}sustained": ", ".join(
-            f"{ev.name(p)} {fmt.mean_and_interval([_sustained(r, p) for r in runs], fmt.rate)}"
+            f"{ev.name(p)} {fmt.mean_and_interval(_rates(runs, p), fmt.rate)}"
             for p in platforms),
     }
 
@@ -144,8 +149,8 @@ def figures():
     if records.json_of(measured_runs[0])["sizes"] != sizes:
         raise ValueError("the prose says both sizings' runs searched with the same sizes")
     both = ["wasmtime", "docker"]
-    reserved_means = {p: fmt.mean([_sustained(r, p) for r in runs]) for p in both}
-    measured_means = {p: fmt.mean([_sustained(r, p) for r in measured_runs]) for p in both}
+    reserved_means = {p: fmt.mean(_rates(runs, p)) for p in both}
+    measured_means = {p: fmt.mean(_rates(measured_runs, p)) for p in both}
     if any(measured_means[p] <= reserved_means[p] for p in both):
         raise ValueError("the prose says both platforms sustain more with pools sized by use; "
                          f"means {reserved_means} reserved, {measured_means} measured")
