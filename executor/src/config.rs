@@ -61,9 +61,10 @@ pub struct Config {
     #[arg(long, env = "WASM_EXECUTOR_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
 
-    /// Jobs on the blocking pool at once (guests, module loads), each on a thread of its own,
-    /// started as needed: computing with one of the --max-concurrent slots, or waiting on a
-    /// timer or the network without one. Beyond it jobs wait in the queue.
+    /// Jobs on the blocking pool at once (guests, module loads), each holding a thread of its
+    /// own (a guest the one its request came in on, the server's other work moving to another
+    /// meanwhile): computing with one of the --max-concurrent slots, or waiting on a timer or
+    /// the network without one. Beyond it jobs wait in the queue.
     #[arg(long, env = "WASM_EXECUTOR_POOL_THREADS", default_value_t = 256)]
     pub pool_threads: usize,
 
@@ -302,7 +303,8 @@ impl std::fmt::Display for Listen {
 pub enum GuestExecution {
     /// On the request's own task, suspended while it waits (wasmtime only).
     Async,
-    /// On the bounded blocking pool (`--pool-threads`); the async workers only wait for it.
+    /// On the bounded blocking pool (`--pool-threads`): on the request's thread, whose other
+    /// tasks the async runtime moves to another thread while the guest runs.
     Pool,
     /// Blocking the async worker that handles the request (for the evaluation only).
     BlockingWorker,

@@ -5,12 +5,13 @@
 //! computes: a guest waiting on a timer or the network gives its slot back, so the threads
 //! (`--pool-threads`) may outnumber the slots (`--max-concurrent`). Admission takes a thread
 //! before a slot, so an admitted job always finds a thread and a waking guest always gets a
-//! slot back from a job that is running. Threads are started as jobs need them.
+//! slot back from a job that is running. A job's thread is the one its request was served on:
+//! the async runtime hands that thread's other tasks to another for as long as the job runs.
 //! The same slots admit guests that run on their request's own task (`--guest-execution
 //! async`): such a guest holds a [`CpuSlot`] while it computes and gives it back while it
 //! waits, and an instance permit for its whole life. `--guest-execution blocking-worker` keeps
-//! the admission control but makes the async worker block while the guest runs, for the
-//! evaluation's comparison of threading models.
+//! the admission control but runs each job on a thread of the pool's own while the async
+//! worker that took the request blocks, for the evaluation's comparison of threading models.
 
 use std::{
     panic::AssertUnwindSafe,
@@ -217,40 +218,64 @@ impl ExecutionPool {
         })
     }
 
-    /// Runs `job` on a pool thread once a thread and a slot are free, waiting in the bounded
-    /// queue if needed. The job gets the slot, to give back while it waits.
+    /// Runs `job` once a thread and a slot are free, waiting in the bounded queue if needed.
+    /// The job gets the slot, to give back while it waits. For jobs that end on their own
+    /// (a guest stops at its deadline): the caller waits for the job's end however long.
     ///
-    /// In `GuestExecution::BlockingWorker` the calling async worker then blocks until the job
-    /// is done instead of awaiting it, so it serves nothing else meanwhile (the design the pool
-    /// replaced, kept for the evaluation). The job still runs on a pool thread rather than on
-    /// the worker itself: a guest on a blocking thread is driven with `block_on`, which panics
-    /// on a runtime worker. Both modes thus pay the
-    /// same hand-off and differ only in whether the worker is free while the guest runs.
+    /// In `GuestExecution::Pool` (and `Async`, for the jobs that do not run on their task) the
+    /// job runs on the calling thread, in [`tokio::task::block_in_place`]: the runtime hands
+    /// this worker's other tasks to another thread for as long as the job runs, so a guest
+    /// that loops starves no other request, and the request pays no hand-off to another
+    /// thread and back. The thread permit still bounds the jobs at once, and with them the
+    /// runtime's blocking threads (see [`blocking_threads`]). Outside a multi-threaded
+    /// runtime (where that hand-over is impossible) the job goes to a pool thread of its own.
+    ///
+    /// In `GuestExecution::BlockingWorker` the job goes to a pool thread and the calling async
+    /// worker blocks until it is done instead of awaiting it, so it serves nothing else
+    /// meanwhile (the design the pool replaced, kept for the evaluation).
     pub async fn run<R: Send + 'static>(
         &self,
         job: impl FnOnce(CpuSlot) -> R + Send + 'static,
+    ) -> Result<R, PoolError> {
+        let in_place = self.mode != GuestExecution::BlockingWorker && hands_over_its_tasks();
+        self.run_admitted_job(job, in_place).await
+    }
+
+    /// [`ExecutionPool::run`] on a pool thread of its own, for a job its caller may stop
+    /// waiting for (a time limit, a client gone) while it goes on to its end, as a module's
+    /// compilation does, which nothing can interrupt.
+    pub async fn run_apart<R: Send + 'static>(
+        &self,
+        job: impl FnOnce(CpuSlot) -> R + Send + 'static,
+    ) -> Result<R, PoolError> {
+        self.run_admitted_job(job, false).await
+    }
+
+    async fn run_admitted_job<R: Send + 'static>(
+        &self,
+        job: impl FnOnce(CpuSlot) -> R + Send + 'static,
+        in_place: bool,
     ) -> Result<R, PoolError> {
         let (thread, permit) = self.admit(true).await?;
         let admitted = Admitted {
             thread,
             cpu: self.cpu_slot(permit),
         };
-        match self.mode {
-            GuestExecution::Pool | GuestExecution::Async => {
-                let (tx, rx) = oneshot::channel();
-                self.dispatch(job, admitted, move |result| {
-                    let _ = tx.send(result);
-                })?;
-                rx.await.map_err(|_| PoolError::WorkerLost)?
-            }
-            GuestExecution::BlockingWorker => {
-                let (tx, rx) = crossbeam_channel::bounded(1);
-                self.dispatch(job, admitted, move |result| {
-                    let _ = tx.send(result);
-                })?;
-                rx.recv().map_err(|_| PoolError::WorkerLost)?
-            }
+        if in_place {
+            return tokio::task::block_in_place(move || run_admitted(job, admitted));
         }
+        if self.mode == GuestExecution::BlockingWorker {
+            let (tx, rx) = crossbeam_channel::bounded(1);
+            self.dispatch(job, admitted, move |result| {
+                let _ = tx.send(result);
+            })?;
+            return rx.recv().map_err(|_| PoolError::WorkerLost)?;
+        }
+        let (tx, rx) = oneshot::channel();
+        self.dispatch(job, admitted, move |result| {
+            let _ = tx.send(result);
+        })?;
+        rx.await.map_err(|_| PoolError::WorkerLost)?
     }
 
     fn cpu_slot(&self, permit: OwnedSemaphorePermit) -> CpuSlot {
@@ -382,6 +407,21 @@ impl ExecutionPool {
     }
 }
 
+/// Whether the calling thread is in a multi-threaded runtime, which can hand a worker's tasks
+/// to another thread while a job blocks this one.
+fn hands_over_its_tasks() -> bool {
+    tokio::runtime::Handle::try_current()
+        .is_ok_and(|runtime| runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
+}
+
+/// The blocking threads the async runtime needs for a pool of `pool_threads`: each job in
+/// [`ExecutionPool::run`] keeps its thread and has the runtime start (or reuse) another to
+/// take over that thread's tasks, beside the runtime's other blocking work (for which tokio's
+/// own default, 512, is kept).
+pub fn blocking_threads(pool_threads: usize) -> usize {
+    pool_threads.saturating_add(512)
+}
+
 /// What an admitted pool job holds: its thread, and its CPU slot (which the job may give back
 /// while it waits).
 struct Admitted {
@@ -452,12 +492,12 @@ mod tests {
         assert_eq!(pool.run(|_| 9).await.unwrap(), 9);
     }
 
-    #[tokio::test]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn pool_mode_refuses_overload() {
         overload_is_refused_not_queued_forever(GuestExecution::Pool).await;
     }
 
-    #[tokio::test]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn pool_mode_survives_a_panicking_job() {
         a_panicking_job_frees_its_slot(GuestExecution::Pool).await;
     }
@@ -537,7 +577,7 @@ mod tests {
     /// threads, a second job computes meanwhile, and the first takes the slot again after.
     /// A third job, with both threads taken, waits for a thread in the queue (never for a
     /// thread while holding the slot the sleepers need: no deadlock).
-    #[tokio::test]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_waiting_pool_job_frees_its_slot_but_keeps_its_thread() {
         let jobs = sleeper_and_holder(Instant::now() + Duration::from_secs(60)).await;
         let pool = Arc::clone(&jobs.pool);
@@ -566,7 +606,7 @@ mod tests {
 
     /// A guest past its deadline does not wait for a slot: it goes on without one, to be
     /// stopped by its deadline check.
-    #[tokio::test]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_late_pool_job_does_not_wait_for_a_slot() {
         let jobs = sleeper_and_holder(Instant::now() + Duration::from_millis(50)).await;
         // Woken while the other job holds the only slot, and keeps it.
@@ -580,8 +620,9 @@ mod tests {
         assert_eq!(jobs.pool.running(), 0);
     }
 
-    /// Threads start as jobs need them, one per job on the pool at most.
-    #[tokio::test]
+    /// Outside a multi-threaded runtime, pool threads start as jobs need them, one per job
+    /// on the pool at most.
+    #[tokio::test(flavor = "current_thread")]
     async fn threads_start_on_demand() {
         let pool = ExecutionPool::new(64, 4, 1, 0, GuestExecution::Pool);
         assert_eq!(pool.started.load(Ordering::Acquire), 0);
@@ -589,6 +630,63 @@ mod tests {
             assert_eq!(pool.run(|_| 1).await.unwrap(), 1);
         }
         assert_eq!(pool.started.load(Ordering::Acquire), 1);
+    }
+
+    /// In a multi-threaded runtime a pool job runs on the calling thread (no hand-off, no
+    /// pool thread started), and the runtime serves its other tasks meanwhile, even with a
+    /// single worker.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_pool_job_runs_in_place_and_blocks_no_other_task() {
+        let pool = ExecutionPool::new(4, 4, 1, 0, GuestExecution::Pool);
+        let ticks = Arc::new(AtomicUsize::new(0));
+        let ticker = {
+            let ticks = Arc::clone(&ticks);
+            tokio::spawn(async move {
+                loop {
+                    ticks.fetch_add(1, Ordering::AcqRel);
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            })
+        };
+        let caller = std::thread::current().id();
+        let (job_thread, ticks_during_job) = {
+            let ticks = Arc::clone(&ticks);
+            pool.run(move |_| {
+                let before = ticks.load(Ordering::Acquire);
+                std::thread::sleep(Duration::from_millis(200));
+                (
+                    std::thread::current().id(),
+                    ticks.load(Ordering::Acquire) - before,
+                )
+            })
+            .await
+            .unwrap()
+        };
+        assert_eq!(job_thread, caller, "the job ran on the calling thread");
+        assert!(
+            ticks_during_job > 0,
+            "another task ran while the job blocked the only worker's thread"
+        );
+        assert_eq!(pool.started.load(Ordering::Acquire), 0);
+        assert_eq!((pool.running(), pool.pool_guests()), (0, 0));
+        ticker.abort();
+    }
+
+    /// A job run apart lets its caller stop waiting (a time limit) while it goes on; it
+    /// gives its slot and thread back when it ends.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_caller_stops_waiting_for_a_job_run_apart() {
+        let pool = ExecutionPool::new(4, 4, 1, 0, GuestExecution::Pool);
+        let (release, release_rx) = std::sync::mpsc::channel::<()>();
+        let waited = tokio::time::timeout(
+            Duration::from_millis(20),
+            pool.run_apart(move |_| release_rx.recv().ok()),
+        )
+        .await;
+        assert!(waited.is_err(), "the caller stopped waiting at its limit");
+        assert_eq!((pool.running(), pool.pool_guests()), (1, 1));
+        release.send(()).unwrap();
+        until(|| pool.running() == 0 && pool.pool_guests() == 0).await;
     }
 
     // Blocking-worker mode blocks the worker that runs `busy` until the job ends: two workers, so the

@@ -434,6 +434,8 @@ impl<B: Backend> Executor<B> {
     /// Loads the upload on the blocking pool (or waits there for an /init of the same upload
     /// that is loading it) and links it, within the operator's time for an /init: a module is
     /// decoded and compiled, an engine's init document pre-initialised, a state file checked.
+    /// The /init is answered at that time even if the load goes on (a compilation cannot be
+    /// interrupted), so the load runs apart from the request's thread.
     async fn load_and_link(
         self: &Arc<Self>,
         upload: &Arc<Upload<LoadedCode<B::Code>>>,
@@ -449,7 +451,7 @@ impl<B: Backend> Executor<B> {
         let executor = Arc::clone(self);
         let upload = Arc::clone(upload);
         let max_init = Duration::from_millis(self.config.max_init_ms);
-        let preparing = self.pool.run(move |cpu| {
+        let preparing = self.pool.run_apart(move |cpu| {
             let loaded = upload.load(|text, binary| {
                 let (engine, state, state_of) = match (&loading, engine) {
                     (
@@ -542,14 +544,15 @@ impl<B: Backend> Executor<B> {
     }
 
     /// The engine of `language`, loaded on the pool once per executor (compiled, or read from
-    /// the cache), outside any action's time for an /init.
+    /// the cache), outside any action's time for an /init; apart from the request's thread,
+    /// as a compilation is not interrupted when the executor stops.
     async fn engine(
         self: &Arc<Self>,
         language: Language,
     ) -> Result<Arc<language::Engine<B::Code>>, ServiceError> {
         let executor = Arc::clone(self);
         self.pool
-            .run(move |_cpu| {
+            .run_apart(move |_cpu| {
                 executor.engines.engine(
                     language,
                     executor.backend.as_ref(),

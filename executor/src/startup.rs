@@ -12,7 +12,7 @@ use crate::{
     api,
     backend::Backend,
     config::{Config, Listen},
-    guard, namespace_volumes, server,
+    guard, namespace_volumes, pool, server,
     service::Executor,
 };
 
@@ -44,6 +44,7 @@ pub fn run<B: Backend>() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("http")
+        .max_blocking_threads(pool::blocking_threads(config.pool_threads))
         .build()
         .context("starting the async runtime")?;
     // The server runs as a task of the runtime rather than on this thread: a connection it
