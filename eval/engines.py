@@ -15,7 +15,8 @@ machine's noise falls on every row alike:
                 artifact, then its first /run
   L-next        /init of another container of an action already loaded, then its first /run
   rust-next     the same for the Rust action `echo` (portable Wasm, already loaded)
-  L-warm        a /run of a warm container of the action (also the executor's own time)
+  L-warm        a /run of a warm container of the action, right after an untimed one (also
+                the executor's own time)
   rust-warm     a /run of a warm `echo` container (also the executor's own time)
 
 and the memory each warm container adds (RSS of the executor after N containers of one
@@ -273,6 +274,14 @@ def measure(backend, languages, rounds, containers, work, docker=False):
             # Warm rows first: on wasmer the first activation after a large artifact is loaded
             # (the Python snapshot) pays for it, and that falls on a cold row of the round.
             warm = [(f"warm-{lang}", f"{lang}-warm") for lang in languages]
+            # An untimed /run of each warm container first, as the Docker warm rows run one
+            # /run after another: after a pause (the Docker rows' settling) the host of a VM
+            # can leave the executor's memory cold, and touching it again costs milliseconds
+            # that are the host's (measured here: 8 MiB touched after 1 s idle, 4-5 ms;
+            # at once, 0.4 ms).
+            for cid, _ in warm + [("warm-echo", "rust-warm")]:
+                status, text = ex.request("POST", f"/{cid}/run", {"value": {"name": "Ada"}})
+                expect(status, text, f"warm-up {cid}")
             for cid, key in warm + [("warm-echo", "rust-warm")]:
                 before = executor_ms(ex)
                 status, text, ms = ex.timed("POST", f"/{cid}/run", {"value": {"name": "Ada"}})
