@@ -632,12 +632,12 @@ mod tests {
         assert_eq!(pool.started.load(Ordering::Acquire), 1);
     }
 
-    /// In a multi-threaded runtime a pool job runs on the calling thread (no hand-off, no
-    /// pool thread started), and the runtime serves its other tasks meanwhile, even with a
-    /// single worker.
+    /// In a multi-threaded runtime a pool job runs on the calling worker's thread (no
+    /// hand-off, no pool thread started), and the runtime serves its other tasks meanwhile,
+    /// even with a single worker.
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn a_pool_job_runs_in_place_and_blocks_no_other_task() {
-        let pool = ExecutionPool::new(4, 4, 1, 0, GuestExecution::Pool);
+        let pool = Arc::new(ExecutionPool::new(4, 4, 1, 0, GuestExecution::Pool));
         let ticks = Arc::new(AtomicUsize::new(0));
         let ticker = {
             let ticks = Arc::clone(&ticks);
@@ -648,16 +648,20 @@ mod tests {
                 }
             })
         };
-        let caller = std::thread::current().id();
-        let (job_thread, ticks_during_job) = {
-            let ticks = Arc::clone(&ticks);
-            pool.run(move |_| {
-                let before = ticks.load(Ordering::Acquire);
-                std::thread::sleep(Duration::from_millis(200));
-                (
-                    std::thread::current().id(),
-                    ticks.load(Ordering::Acquire) - before,
-                )
+        // On the only worker (the test's own body runs on another thread).
+        let (caller, (job_thread, ticks_during_job)) = {
+            let (pool, ticks) = (Arc::clone(&pool), Arc::clone(&ticks));
+            tokio::spawn(async move {
+                let caller = std::thread::current().id();
+                let job = pool.run(move |_| {
+                    let before = ticks.load(Ordering::Acquire);
+                    std::thread::sleep(Duration::from_millis(200));
+                    (
+                        std::thread::current().id(),
+                        ticks.load(Ordering::Acquire) - before,
+                    )
+                });
+                (caller, job.await.unwrap())
             })
             .await
             .unwrap()
