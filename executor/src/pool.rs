@@ -620,6 +620,20 @@ mod tests {
         assert_eq!(jobs.pool.running(), 0);
     }
 
+    /// A task that counts a tick every millisecond while the runtime lets it run: its count,
+    /// and its handle (to abort it).
+    fn ticker() -> (Arc<AtomicUsize>, tokio::task::JoinHandle<()>) {
+        let ticks = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&ticks);
+        let task = tokio::spawn(async move {
+            loop {
+                counted.fetch_add(1, Ordering::AcqRel);
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        });
+        (ticks, task)
+    }
+
     /// Outside a multi-threaded runtime, pool threads start as jobs need them, one per job
     /// on the pool at most.
     #[tokio::test(flavor = "current_thread")]
@@ -638,16 +652,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn a_pool_job_runs_in_place_and_blocks_no_other_task() {
         let pool = Arc::new(ExecutionPool::new(4, 4, 1, 0, GuestExecution::Pool));
-        let ticks = Arc::new(AtomicUsize::new(0));
-        let ticker = {
-            let ticks = Arc::clone(&ticks);
-            tokio::spawn(async move {
-                loop {
-                    ticks.fetch_add(1, Ordering::AcqRel);
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                }
-            })
-        };
+        let (ticks, ticker) = ticker();
         // On the only worker (the test's own body runs on another thread).
         let (caller, (job_thread, ticks_during_job)) = {
             let (pool, ticks) = (Arc::clone(&pool), Arc::clone(&ticks));
@@ -710,16 +715,7 @@ mod tests {
     #[tokio::test(flavor = "current_thread")]
     async fn blocking_worker_mode_blocks_the_calling_worker() {
         let pool = ExecutionPool::new(1, 1, 1, 0, GuestExecution::BlockingWorker);
-        let ticks = Arc::new(AtomicUsize::new(0));
-        let ticker = {
-            let ticks = Arc::clone(&ticks);
-            tokio::spawn(async move {
-                loop {
-                    ticks.fetch_add(1, Ordering::AcqRel);
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                }
-            })
-        };
+        let (ticks, ticker) = ticker();
         tokio::time::sleep(Duration::from_millis(5)).await;
         let before = ticks.load(Ordering::Acquire);
         let result = pool
