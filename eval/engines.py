@@ -274,15 +274,16 @@ def measure(backend, languages, rounds, containers, work, docker=False):
             # Warm rows first: on wasmer the first activation after a large artifact is loaded
             # (the Python snapshot) pays for it, and that falls on a cold row of the round.
             warm = [(f"warm-{lang}", f"{lang}-warm") for lang in languages]
+            warm.append(("warm-echo", "rust-warm"))
             # An untimed /run of each warm container first, as the Docker warm rows run one
             # /run after another: after a pause (the Docker rows' settling) the host of a VM
             # can leave the executor's memory cold, and touching it again costs milliseconds
             # that are the host's (measured here: 8 MiB touched after 1 s idle, 4-5 ms;
             # at once, 0.4 ms).
-            for cid, _ in warm + [("warm-echo", "rust-warm")]:
+            for cid, _ in warm:
                 status, text = ex.request("POST", f"/{cid}/run", {"value": {"name": "Ada"}})
                 expect(status, text, f"warm-up {cid}")
-            for cid, key in warm + [("warm-echo", "rust-warm")]:
+            for cid, key in warm:
                 before = executor_ms(ex)
                 status, text, ms = ex.timed("POST", f"/{cid}/run", {"value": {"name": "Ada"}})
                 expect(status, text, f"warm {cid}")

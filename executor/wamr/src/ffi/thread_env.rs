@@ -1,7 +1,8 @@
 //! WAMR's per-thread environment. With guard-page bounds checks WAMR turns a fault in a guest's
 //! memory into a trap, which needs per-thread state on every thread that runs guest code (and
-//! WAMR's blocking-operation signal masked outside WASI calls). Pool threads set it up lazily on
-//! their first WAMR work and tear it down when they end.
+//! WAMR's blocking-operation signal masked outside WASI calls). Each thread that runs WAMR work
+//! (a pool job's, the request's own or a pool thread) sets it up lazily on its first WAMR work
+//! and tears it down when it ends.
 
 use std::marker::PhantomData;
 
