@@ -65,6 +65,12 @@ def span(values, unit=number):
     return f"{low}–{high}"
 
 
+def listing(items):
+    """'a, b and c'."""
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def table(header, rows, right=()):
     """A Markdown table; columns whose index is in `right` are right-aligned."""
     align = ["---:" if i in right else "---" for i in range(len(header))]

@@ -8,11 +8,6 @@ LIMITS = "limits/run-*/summary.json"
 DOCKER = "docker"
 
 
-def listing(items):
-    items = list(items)
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
 def limit_cells(relative):
     return {(c["platform"], c["level"]): c
             for c in records.json_of(relative)["summary"]["cells"]["realistic"]}
@@ -83,7 +78,7 @@ def limits_figures():
             [(str(i), r) for i, r in enumerate(runs, 1)]),
         "lim_table": limits_table(runs, platforms, limits),
         "lim_executor": executor,
-        "lim_limits": listing([str(n) for n in limits]),
+        "lim_limits": fmt.listing([str(n) for n in limits]),
         "lim_secs": f"{fmt.number(first['sizes']['realistic_secs'])} s",
         "lim_rate": fmt.rate(first["sizes"]["realistic_rate"]),
         "lim_docker_share": fmt.pct(docker_shares[0]),

@@ -9,12 +9,26 @@ ISSUE_14_TARGET_KIB = 32  # the template's {{=32 KiB}}: issue 14's goal per cont
 EXAMPLE_CONTAINERS = 100  # the budget paragraph's example: 100 warm containers of distinct actions
 
 
+DOCKER_RUNS = "memory-docker/run-*/summary.json"
+
+
 def docker_memory():
-    """The Docker action container of the evaluation's memory experiment (release + LTO)."""
-    memory = records.json_of("evaluation/summary.json")["memory"]
-    docker = [m for m in memory if m["platform"] == "docker"]
-    lto = next(m for m in docker if m["variant"] == "lto")
-    return lto, [m["idle_mib"] for m in docker]
+    """The Docker action container (release + LTO) of the memory experiment's repeated runs on
+    Docker alone: its runs, its mean memory per warm container and per GiB with the runs' own
+    figures, and the idle engine's memory of every run and variant."""
+    runs = records.repeated(DOCKER_RUNS)
+    rows = [m for run in runs for m in records.json_of(run)["memory"] if m["platform"] == "docker"]
+    lto = [m for m in rows if m["variant"] == "lto"]
+    if len(lto) != len(runs) or len({m["containers"] for m in lto}) != 1:
+        raise ValueError(f"{DOCKER_RUNS}: one release + LTO row of one size per run expected")
+    per_container = [m["per_container_mib"] for m in lto]
+    return {
+        "runs": runs,
+        "containers": lto[0]["containers"],
+        "per_container_runs": per_container,
+        "per_container_mib": fmt.mean(per_container),
+        "per_gib": fmt.mean([m["per_gib"] for m in lto]),
+    }, [m["idle_mib"] for m in rows]
 
 
 RUNS = "footprint-1000/run-*/summary.json"
@@ -132,7 +146,11 @@ def thousand_figures(docker):
         "thousand_conditions": records.conditions_table(
             [(str(i), run) for i, run in enumerate(runs, 1)]),
         "docker_container": fmt.mib(docker["per_container_mib"]),
+        "docker_container_interval": fmt.mean_and_interval(docker["per_container_runs"], fmt.mib),
         "docker_containers": fmt.number(docker["containers"]),
+        "docker_runs_count": str(len(docker["runs"])),
+        "docker_conditions": records.conditions_table(
+            [(str(i), run) for i, run in enumerate(docker["runs"], 1)]),
         **same_action_figures(paths),
         **distinct_figures(paths, docker),
     }
