@@ -49,6 +49,11 @@ def repeated(relative_glob, parts=("",), build=lambda record: record.get("commit
     return found
 
 
+def days(recorded):
+    """The days records were started on (their `date_utc`), in order: '2026-12-06 and 2026-12-07'."""
+    return " and ".join(sorted({record["date_utc"][:10] for record in recorded}))
+
+
 def conditions_table(labelled):
     """The table of each run's conditions, one row per (label, record) pair: when it started,
     the commit, the machine, its load and the other processes' share of the CPU, its length."""

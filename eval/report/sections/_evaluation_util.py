@@ -9,6 +9,7 @@ from report import fmt, records
 MAIN = "evaluation/summary.json"
 REALISTIC = "evaluation/realistic/summary.json"
 JMETER = "evaluation/jmeter"
+EXECUTORS = ("wasmtime", "wasmer", "wamr")  # every executor build, in the order runs take them
 BASELINES = ("docker", "native")
 MODES = ("async", "pool", "blocking-worker")
 

@@ -5,8 +5,9 @@ import re
 
 from report import fmt, records
 from report.paths import ROOT
+from report.sections import _evaluation_util as ev
 
-BUILDS = ("wasmtime", "wasmer", "wamr")
+BUILDS = ev.EXECUTORS
 BUILD_NAMES = {"wasmtime": "wasmtime", "wasmer": "wasmer", "wasmer-headless": "wasmer headless",
                "wamr": "WAMR"}
 TARGET_NAMES = {

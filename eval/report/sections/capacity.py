@@ -137,14 +137,9 @@ def _sizing_figures(sizing):
     }
 
 
-def _dates(runs):
-    """The days runs started on, as the conditions tables give them."""
-    return " and ".join(sorted({records.json_of(r)["date_utc"][:10] for r in runs}))
-
-
 def _builds_and_docker(executors):
     """The platforms of runs in prose: the builds they measured and Docker."""
-    builds = ("every executor build" if executors == ["wasmtime", "wasmer", "wamr"]
+    builds = ("every executor build" if tuple(executors) == ev.EXECUTORS
               else f"the {fmt.listing([ev.name(p) for p in executors])} "
                    f"build{'s' if len(executors) > 1 else ''}")
     return f"{builds} and Docker"
@@ -190,8 +185,8 @@ def figures():
         "measured_vs_reserved": fmt.listing(
             [f"{ev.name(p)}'s from {fmt.rate(reserved_means[p])} to {fmt.rate(measured_means[p])}"
              for p in both]),
-        "reserved_dates": _dates(runs),
-        "measured_dates": _dates(measured_runs),
+        "reserved_dates": records.days(records.json_of(r) for r in runs),
+        "measured_dates": records.days(records.json_of(r) for r in measured_runs),
         "reserved_cold": fmt.span(reserved_cold, fmt.pct),
         "measured_cold": fmt.span(measured_cold, fmt.pct),
         "measured_over_cold": fmt.pct(max(measured_over_cold)),

@@ -11,7 +11,6 @@ PROFILE = "platform-cost/profile-wasmtime/breakdown.json"
 POOL_PROFILES = ("wasmer", "wamr")
 CUT = "platform-cost/cut"
 DOCKER = "docker"
-EXECUTORS = ("wasmtime", "wasmer", "wamr")
 CONNECTIONS = {"new": "new connection", "kept-alive": "kept alive", None: "a process each"}
 # Within this, memory per warm container counts as unchanged (the footprint's run-to-run noise).
 UNCHANGED_KIB = 16
@@ -50,7 +49,7 @@ def _ratio(runs, platform, connection, docker_connection):
 
 def _ratio_figures(runs):
     figures, rows = {}, []
-    for p in EXECUTORS:
+    for p in ev.EXECUTORS:
         as_called = _ratio(runs, p, "kept-alive", "new")
         same_new = _ratio(runs, p, "new", "new")
         same_kept = _ratio(runs, p, "kept-alive", "kept-alive")
@@ -62,8 +61,8 @@ def _ratio_figures(runs):
         ["executor build", "kept alive, of Docker's new connection (as OpenWhisk calls each)",
          "new connection, of Docker's new connection (the same client)",
          "kept alive, of Docker's kept alive"], rows)
-    as_called = {p: fmt.across(_ratio(runs, p, "kept-alive", "new")) for p in EXECUTORS}
-    same_new = {p: fmt.across(_ratio(runs, p, "new", "new")) for p in EXECUTORS}
+    as_called = {p: fmt.across(_ratio(runs, p, "kept-alive", "new")) for p in ev.EXECUTORS}
+    same_new = {p: fmt.across(_ratio(runs, p, "new", "new")) for p in ev.EXECUTORS}
     figures["as_called_span"] = fmt.span([m for m, _ in as_called.values()],
                                          lambda x: fmt.fixed(x, 2))
     figures["same_new_span"] = fmt.span([m for m, _ in same_new.values()],
@@ -187,7 +186,7 @@ def _pool_profile_figures(runs):
 
     return {
         "pool_profile_table": fmt.table(header, rows, right=tuple(range(1, len(columns) + 1))),
-        "pool_profile_dates": " and ".join(sorted({pr["date_utc"][:10] for pr in profiles.values()})),
+        "pool_profile_dates": records.days(profiles.values()),
         "pool_profile_commits": " and ".join(sorted({f"`{pr['commit']}`" for pr in profiles.values()})),
         "pool_profile_perf": profiles[POOL_PROFILES[0]]["perf"],
         "pool_profile_others": fmt.span(
