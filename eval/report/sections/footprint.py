@@ -14,8 +14,8 @@ DOCKER_RUNS = "memory-docker/run-*/summary.json"
 
 def docker_memory():
     """The Docker action container (release + LTO) of the memory experiment's repeated runs on
-    Docker alone: its runs, its mean memory per warm container and per GiB with the runs' own
-    figures, and the idle engine's memory of every run and variant."""
+    Docker alone: its runs, its mean memory per warm container with the runs' own figures, and
+    the idle engine's memory of every run and variant."""
     runs = records.repeated(DOCKER_RUNS)
     rows = [m for run in runs for m in records.json_of(run)["memory"] if m["platform"] == "docker"]
     lto = [m for m in rows if m["variant"] == "lto"]
@@ -27,7 +27,6 @@ def docker_memory():
         "containers": lto[0]["containers"],
         "per_container_runs": per_container,
         "per_container_mib": fmt.mean(per_container),
-        "per_gib": fmt.mean([m["per_gib"] for m in lto]),
     }, [m["idle_mib"] for m in rows]
 
 
@@ -118,7 +117,7 @@ def distinct_figures(paths, docker):
         raise ValueError(f"the prose gives one size of the distinct-actions path: {containers}")
     figures = {f"distinct_{build}": util.mib_of_kib(k) for build, k in kib.items()}
     figures.update({f"per_gib_{build}": util.about(1024 * 1024 / k) for build, k in kib.items()})
-    figures["per_gib_docker"] = util.about(docker["per_gib"])
+    figures["per_gib_docker"] = util.about(1024 / docker["per_container_mib"])
     figures["distinct_range"] = fmt.span([k / 1024 for k in kib.values()], lambda mib: fmt.mib(mib, 2))
     figures["distinct_containers"] = fmt.number(containers.pop())
     wasmer_init_s = fmt.mean(paths["wasmer", DISTINCT]["init_p50_us"]) / 1e6
