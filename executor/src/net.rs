@@ -1,7 +1,10 @@
 //! The HTTP GET capability (`openwhisk::http_get`): the operator's policy for which hosts a
 //! guest may reach, and the request itself, asynchronous (a waiting guest holds no thread),
-//! bounded in time and body size. Backends only move bytes between guest memory and
-//! [`HttpGetter::get`] (or [`HttpGetter::get_blocking`] from a pool thread).
+//! bounded in time and body size, over a connection the container kept from its last GET to the
+//! same origin when the server left it open ([`kept`]). Backends only move bytes between guest
+//! memory and [`HttpGetter::get`] (or [`HttpGetter::get_blocking`] from a pool thread).
+
+mod kept;
 
 use std::{
     net::{IpAddr, Ipv4Addr, SocketAddr},
@@ -11,18 +14,18 @@ use std::{
 };
 
 use bytes::Bytes;
+use futures_util::FutureExt;
 use http_body_util::{BodyExt, Empty, Limited};
 use hyper::{Request, Uri, header};
 use hyper_util::rt::TokioIo;
 use thiserror::Error;
-use tokio::{
-    io::{AsyncRead, AsyncWrite},
-    net::TcpStream,
-};
+use tokio::net::TcpStream;
 use tokio_rustls::{
     TlsConnector,
     rustls::{ClientConfig, RootCertStore, pki_types::ServerName},
 };
+
+use self::kept::{Connection, KeptConnections, Origin};
 
 /// The import module guests link the capability from (its functions: `capability::net_access`).
 pub const IMPORT_MODULE: &str = "openwhisk";
@@ -70,8 +73,9 @@ pub struct HttpResponse {
     pub body: Vec<u8>,
 }
 
-/// Performs guests' HTTP GETs under the operator's policy. Shared by all containers.
-pub struct HttpGetter {
+/// The operator's policy and the means of every guest's GETs: shared by all containers, each of
+/// which asks through an [`HttpGetter`] of its own.
+pub struct HttpClient {
     allow: Vec<String>,
     tls: TlsConnector,
     timeout: Duration,
@@ -80,9 +84,9 @@ pub struct HttpGetter {
     runtime: tokio::runtime::Handle,
 }
 
-impl std::fmt::Debug for HttpGetter {
+impl std::fmt::Debug for HttpClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpGetter")
+        f.debug_struct("HttpClient")
             .field("allow", &self.allow)
             .field("timeout", &self.timeout)
             .field("max_body_bytes", &self.max_body_bytes)
@@ -90,18 +94,51 @@ impl std::fmt::Debug for HttpGetter {
     }
 }
 
+/// Performs one container's GETs (what `net_access` grants it): the shared [`HttpClient`] and
+/// the connections the container keeps open between them, closed when it is destroyed.
+pub struct HttpGetter {
+    client: Arc<HttpClient>,
+    kept: KeptConnections,
+}
+
+impl std::fmt::Debug for HttpGetter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpGetter")
+            .field("client", &self.client)
+            .field("kept", &self.kept.len())
+            .finish()
+    }
+}
+
 /// A URL a guest may ask for, taken apart.
 struct Target {
-    https: bool,
-    /// Without brackets, lowercase.
-    host: String,
-    port: u16,
+    origin: Origin,
     /// `host[:port]` as the URL gave it, for the `Host` header.
     authority: String,
     path_and_query: String,
 }
 
-impl HttpGetter {
+/// A failed exchange, and whether the server answered anything before it failed: a GET that
+/// was never answered on a kept connection (which the server may have just closed) is sent
+/// again on a new one.
+struct ExchangeFailure {
+    error: HttpGetError,
+    unanswered: bool,
+}
+
+impl From<HttpGetError> for ExchangeFailure {
+    fn from(error: HttpGetError) -> Self {
+        ExchangeFailure {
+            error,
+            unanswered: false,
+        }
+    }
+}
+
+/// An answer, and the connection it came over when the server left it open for another.
+type Exchanged = (HttpResponse, Option<Box<dyn Connection>>);
+
+impl HttpClient {
     /// `host_io` drives the requests of guests on blocking threads ([`HttpGetter::get_blocking`]).
     pub fn new(
         allow: Vec<String>,
@@ -118,13 +155,66 @@ impl HttpGetter {
         .with_safe_default_protocol_versions()?
         .with_root_certificates(roots)
         .with_no_client_auth();
-        Ok(HttpGetter {
+        Ok(HttpClient {
             allow: allow.into_iter().map(|h| h.to_ascii_lowercase()).collect(),
             tls: TlsConnector::from(Arc::new(tls)),
             timeout,
             max_body_bytes,
             runtime: host_io,
         })
+    }
+
+    /// Opens a connection to the target's origin under the policy ([`HttpClient::resolve`]).
+    async fn open(&self, origin: &Origin) -> Result<Box<dyn Connection>, HttpGetError> {
+        let addrs = self.resolve(origin).await?;
+        let tcp = connect(&addrs).await?;
+        if !origin.https {
+            return Ok(Box::new(tcp));
+        }
+        let name = ServerName::try_from(origin.host.clone())
+            .map_err(|_| failed("TLS failed: the host is not a valid server name"))?;
+        let tls = self
+            .tls
+            .connect(name, tcp)
+            .await
+            .map_err(|e| HttpGetError::RequestFailed(format!("TLS failed: {e}")))?;
+        Ok(Box::new(tls))
+    }
+
+    /// Resolves the host once, for the connection itself: hosts the operator listed
+    /// (`--net-allow`, `*` for all) may have any address; others only global ones, every address
+    /// of them. Only these addresses are connected to, so a second, different answer from DNS
+    /// (rebinding) is never used.
+    async fn resolve(&self, origin: &Origin) -> Result<Vec<SocketAddr>, HttpGetError> {
+        let addrs: Vec<SocketAddr> = match origin.host.parse::<IpAddr>() {
+            Ok(ip) => vec![SocketAddr::new(ip, origin.port)],
+            Err(_) => tokio::net::lookup_host((origin.host.as_str(), origin.port))
+                .await
+                .map_err(|_| failed("host not found"))?
+                .collect(),
+        };
+        if addrs.is_empty() {
+            return Err(failed("host not found"));
+        }
+        if !listed(&self.allow, &origin.host, origin.port)
+            && addrs.iter().any(|a| !is_global(a.ip()))
+        {
+            return Err(HttpGetError::NotPermitted(format!(
+                "{} resolves to an internal address; the operator must allow it with --net-allow",
+                origin.host
+            )));
+        }
+        Ok(addrs)
+    }
+}
+
+impl HttpGetter {
+    /// A container's getter, with no connection kept yet.
+    pub fn new(client: Arc<HttpClient>) -> Self {
+        HttpGetter {
+            client,
+            kept: KeptConnections::default(),
+        }
     }
 
     /// GETs `url`, giving up at `deadline` at the latest (name lookup included). Redirects are
@@ -134,7 +224,7 @@ impl HttpGetter {
     pub async fn get(&self, url: &str, deadline: Instant) -> Result<HttpResponse, HttpGetError> {
         let target = parse_url(url)?;
         let remaining = deadline.saturating_duration_since(Instant::now());
-        let timeout = self.timeout.min(remaining);
+        let timeout = self.client.timeout.min(remaining);
         if timeout.is_zero() {
             return Err(failed("the activation deadline has passed"));
         }
@@ -145,49 +235,33 @@ impl HttpGetter {
 
     /// [`HttpGetter::get`] for a guest on a pool thread, which waits for it.
     pub fn get_blocking(&self, url: &str, deadline: Instant) -> Result<HttpResponse, HttpGetError> {
-        self.runtime.block_on(self.get(url, deadline))
+        self.client.runtime.block_on(self.get(url, deadline))
     }
 
+    /// The GET over a kept connection to the origin if there is one, else (or when that one
+    /// turns out closed before it answered) over a new connection; the connection is kept
+    /// afterwards when the server left it open.
     async fn fetch(&self, target: &Target) -> Result<HttpResponse, HttpGetError> {
-        let addrs = self.resolve(target).await?;
-        let tcp = connect(&addrs).await?;
-        if !target.https {
-            return exchange(tcp, target, self.max_body_bytes).await;
+        let max_body_bytes = self.client.max_body_bytes;
+        if let Some(connection) = self.kept.take(&target.origin) {
+            match exchange(connection, target, max_body_bytes).await {
+                Ok(exchanged) => return Ok(self.keep(target, exchanged)),
+                Err(failure) if failure.unanswered => {}
+                Err(failure) => return Err(failure.error),
+            }
         }
-        let name = ServerName::try_from(target.host.clone())
-            .map_err(|_| failed("TLS failed: the host is not a valid server name"))?;
-        let tls = self
-            .tls
-            .connect(name, tcp)
-            .await
-            .map_err(|e| HttpGetError::RequestFailed(format!("TLS failed: {e}")))?;
-        exchange(tls, target, self.max_body_bytes).await
+        let connection = self.client.open(&target.origin).await?;
+        match exchange(connection, target, max_body_bytes).await {
+            Ok(exchanged) => Ok(self.keep(target, exchanged)),
+            Err(failure) => Err(failure.error),
+        }
     }
 
-    /// Resolves the host once, for the connection itself: hosts the operator listed
-    /// (`--net-allow`, `*` for all) may have any address; others only global ones, every address
-    /// of them. Only these addresses are connected to, so a second, different answer from DNS
-    /// (rebinding) is never used.
-    async fn resolve(&self, target: &Target) -> Result<Vec<SocketAddr>, HttpGetError> {
-        let addrs: Vec<SocketAddr> = match target.host.parse::<IpAddr>() {
-            Ok(ip) => vec![SocketAddr::new(ip, target.port)],
-            Err(_) => tokio::net::lookup_host((target.host.as_str(), target.port))
-                .await
-                .map_err(|_| failed("host not found"))?
-                .collect(),
-        };
-        if addrs.is_empty() {
-            return Err(failed("host not found"));
+    fn keep(&self, target: &Target, (response, open): Exchanged) -> HttpResponse {
+        if let Some(connection) = open {
+            self.kept.keep(target.origin.clone(), connection);
         }
-        if !listed(&self.allow, &target.host, target.port)
-            && addrs.iter().any(|a| !is_global(a.ip()))
-        {
-            return Err(HttpGetError::NotPermitted(format!(
-                "{} resolves to an internal address; the operator must allow it with --net-allow",
-                target.host
-            )));
-        }
-        Ok(addrs)
+        response
     }
 }
 
@@ -218,12 +292,14 @@ fn parse_url(url: &str) -> Result<Target, HttpGetError> {
         )));
     }
     Ok(Target {
-        https,
-        host: host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_ascii_lowercase(),
-        port: uri.port_u16().unwrap_or(if https { 443 } else { 80 }),
+        origin: Origin {
+            https,
+            host: host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_ascii_lowercase(),
+            port: uri.port_u16().unwrap_or(if https { 443 } else { 80 }),
+        },
         authority: authority.as_str().to_owned(),
         path_and_query: uri
             .path_and_query()
@@ -242,18 +318,17 @@ async fn connect(addrs: &[SocketAddr]) -> Result<TcpStream, HttpGetError> {
     Err(failed("connection failed"))
 }
 
-/// Sends the GET over `stream` and reads the answer, its body up to `max_body_bytes`. The
-/// connection is driven beside the exchange and closed with it.
-async fn exchange<S>(
-    stream: S,
+/// Sends the GET over `connection` and reads the answer, its body up to `max_body_bytes`. The
+/// connection is driven beside the exchange; it comes back with the answer when the server
+/// leaves it open (HTTP/1.1 without `Connection: close`, nothing unread), and is closed
+/// otherwise.
+async fn exchange(
+    connection: Box<dyn Connection>,
     target: &Target,
     max_body_bytes: u64,
-) -> Result<HttpResponse, HttpGetError>
-where
-    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-{
+) -> Result<Exchanged, ExchangeFailure> {
     let invalid = |_| failed("the server's answer is not valid HTTP");
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+    let (sender, driver) = hyper::client::conn::http1::handshake(TokioIo::new(connection))
         .await
         .map_err(|_| failed("connection failed"))?;
     let request = Request::get(target.path_and_query.as_str())
@@ -262,9 +337,19 @@ where
         .body(Empty::<Bytes>::new())
         .map_err(|_| failed("the request could not be made"))?;
     let limit = usize::try_from(max_body_bytes).unwrap_or(usize::MAX);
-    let mut exchanged = pin!(async {
-        let response = sender.send_request(request).await.map_err(hyper_failure)?;
+    // The sender moves in and comes back, so that it can be dropped before the connection is
+    // taken back.
+    let mut exchanged = pin!(async move {
+        let mut sender = sender;
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(|error| ExchangeFailure {
+                unanswered: !error.is_parse() && !error.is_timeout(),
+                error: hyper_failure(error),
+            })?;
         let status = response.status().as_u16();
+        let reusable = leaves_open(&response);
         let body = Limited::new(response.into_body(), limit)
             .collect()
             .await
@@ -277,20 +362,43 @@ where
                 }
             })?
             .to_bytes();
-        Ok(HttpResponse {
+        let response = HttpResponse {
             status,
             body: body.into(),
-        })
+        };
+        Ok::<_, ExchangeFailure>((response, reusable, sender))
     });
-    let mut connection = pin!(connection);
-    tokio::select! {
-        result = &mut exchanged => result,
-        ended = &mut connection => match ended {
-            // Closed after the answer: what it sent is buffered for the exchange.
-            Ok(()) => exchanged.await,
-            Err(error) => Err(hyper_failure(error)),
-        },
+    let mut driver = pin!(driver.without_shutdown());
+    let (response, reusable, sender) = tokio::select! {
+        result = &mut exchanged => result?,
+        // Closed: after the answer, which is buffered for the exchange, or with an error, which
+        // hyper hands to the exchange too (where it says whether anything was answered).
+        _ = &mut driver => return exchanged.await.map(|(response, _, _)| (response, None)),
+    };
+    if !reusable {
+        return Ok((response, None));
     }
+    // With the sender gone the idle connection is done at once, its stream handed back.
+    drop(sender);
+    let open = match driver.now_or_never() {
+        Some(Ok(parts)) if parts.read_buf.is_empty() => Some(parts.io.into_inner()),
+        _ => None,
+    };
+    Ok((response, open))
+}
+
+/// Whether the server means to keep the connection open after this answer.
+fn leaves_open<B>(response: &hyper::Response<B>) -> bool {
+    response.version() == hyper::Version::HTTP_11
+        && !response
+            .headers()
+            .get_all(header::CONNECTION)
+            .iter()
+            .any(|value| {
+                value
+                    .to_str()
+                    .is_ok_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("close")))
+            })
 }
 
 fn hyper_failure(error: hyper::Error) -> HttpGetError {
@@ -366,13 +474,14 @@ mod tests {
     use super::*;
 
     fn getter(allow: &[&str]) -> HttpGetter {
-        HttpGetter::new(
+        let client = HttpClient::new(
             allow.iter().map(|s| s.to_string()).collect(),
             Duration::from_secs(2),
             1024,
             tokio::runtime::Handle::current(),
         )
-        .unwrap()
+        .unwrap();
+        HttpGetter::new(Arc::new(client))
     }
 
     fn soon() -> Instant {
@@ -472,6 +581,94 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    /// What the server does with a connection once it has answered its GETs.
+    #[derive(Clone, Copy)]
+    enum Then {
+        Close,
+        /// Reads the next request, then closes without an answer.
+        CloseUnanswered,
+        /// Leaves it open until the client closes it.
+        StayOpen,
+    }
+
+    /// Serves one connection after another, answering each connection's `bodies` in turn (one
+    /// GET each, kept alive) and then doing what it says; returns the base URL and what the
+    /// server saw (a line per connection).
+    fn serve_connections(
+        plan: Vec<(&'static [&'static str], Then)>,
+    ) -> (String, std::sync::mpsc::Receiver<String>) {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (seen, saw) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for (bodies, then) in plan {
+                let (mut stream, _) = listener.accept().unwrap();
+                let mut request = [0u8; 4096];
+                let mut requests = 0;
+                for body in bodies {
+                    if stream.read(&mut request).unwrap_or(0) == 0 {
+                        break;
+                    }
+                    requests += 1;
+                    let answer = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = stream.write_all(answer.as_bytes());
+                }
+                match then {
+                    Then::Close => {}
+                    Then::CloseUnanswered => {
+                        let _ = stream.read(&mut request);
+                    }
+                    Then::StayOpen => {
+                        seen.send(format!("{requests} requests")).unwrap();
+                        let _ = stream.read(&mut request);
+                        continue;
+                    }
+                }
+                seen.send(format!("{requests} requests")).unwrap();
+            }
+        });
+        (url, saw)
+    }
+
+    #[tokio::test]
+    async fn a_get_the_kept_connection_never_answered_is_sent_again_on_a_new_one() {
+        let (url, saw) = serve_connections(vec![
+            (&["one"], Then::CloseUnanswered),
+            (&["two"], Then::StayOpen),
+        ]);
+        let g = getter(&[url.trim_start_matches("http://")]);
+        assert_eq!(g.get(&url, soon()).await.unwrap().body, b"one");
+        assert_eq!(g.get(&url, soon()).await.unwrap().body, b"two");
+        assert_eq!(saw.recv().unwrap(), "1 requests");
+        assert_eq!(saw.recv().unwrap(), "1 requests");
+    }
+
+    #[tokio::test]
+    async fn a_connection_left_open_is_reused_until_the_server_closes_it() {
+        let (url, saw) = serve_connections(vec![
+            (&["one", "two"], Then::Close),
+            (&["three"], Then::StayOpen),
+        ]);
+        let g = getter(&[url.trim_start_matches("http://")]);
+        for body in ["one", "two"] {
+            let got = g.get(&url, soon()).await.unwrap();
+            assert_eq!(got.body, body.as_bytes(), "both on the first connection");
+        }
+        assert_eq!(saw.recv().unwrap(), "2 requests");
+        // The first connection is closed now; the third GET goes over a new one.
+        let got = g.get(&url, soon()).await.unwrap();
+        assert_eq!(got.body, b"three");
+        assert_eq!(saw.recv().unwrap(), "1 requests");
+        assert_eq!(g.kept.len(), 1);
+        // Another container's getter has connections of its own.
+        let other = HttpGetter::new(Arc::clone(&g.client));
+        assert_eq!(other.kept.len(), 0);
     }
 
     #[tokio::test]

@@ -33,7 +33,7 @@ use crate::{
     logs::{CapturedLine, LogBudget, OutputCapture, PendingLogs},
     metrics::Metrics,
     namespace_volumes::Volumes,
-    net::HttpGetter,
+    net::HttpClient,
     outcome::{self, RunResponse},
     pool::{ExecutionPool, PoolError},
     protocol::{InitRequest, Limits as InitLimits, RunRequest, check_env, env_text},
@@ -156,7 +156,7 @@ impl<B: Backend> Executor<B> {
             config.queue_depth,
             config.guest_execution(),
         );
-        let getter = Arc::new(HttpGetter::new(
+        let client = Arc::new(HttpClient::new(
             config.net_allow.clone(),
             Duration::from_millis(config.net_timeout_ms),
             config.net_max_body_kb << 10,
@@ -170,7 +170,7 @@ impl<B: Backend> Executor<B> {
                 },
                 AllowList::new(&config.dir_namespaces),
             )
-            .offer(NetAccess { getter }, AllowList::new(&config.net_namespaces));
+            .offer(NetAccess { client }, AllowList::new(&config.net_namespaces));
         Ok(Executor {
             backend: Arc::new(backend),
             pool,

@@ -1,5 +1,6 @@
 //! The `net_access` capability: the `openwhisk::http_get`/`http_read` imports, through the
-//! executor's one [`HttpGetter`] and its policy of reachable hosts.
+//! executor's one [`HttpClient`] and its policy of reachable hosts, each container with an
+//! [`HttpGetter`] of its own.
 
 use std::sync::Arc;
 
@@ -7,7 +8,7 @@ use futures_util::{FutureExt, future::BoxFuture};
 use serde_json::Value;
 
 use super::{Capability, CapabilityId, Descriptor, Grant, GrantError, Granted};
-use crate::net::{HttpGetter, IMPORT_MODULE};
+use crate::net::{HttpClient, HttpGetter, IMPORT_MODULE};
 
 pub static DESCRIPTOR: Descriptor = Descriptor {
     id: CapabilityId::NetAccess,
@@ -16,9 +17,9 @@ pub static DESCRIPTOR: Descriptor = Descriptor {
     imports: &[(IMPORT_MODULE, "http_get"), (IMPORT_MODULE, "http_read")],
 };
 
-/// Grants every container that asks the shared getter.
+/// Grants every container that asks a getter of its own over the shared client.
 pub struct NetAccess {
-    pub getter: Arc<HttpGetter>,
+    pub client: Arc<HttpClient>,
 }
 
 impl Capability for NetAccess {
@@ -35,7 +36,7 @@ impl Capability for NetAccess {
         _namespace: Option<&'a str>,
         _value: &'a Value,
     ) -> BoxFuture<'a, Result<Granted, GrantError>> {
-        let getter: Granted = Arc::clone(&self.getter) as Granted;
+        let getter: Granted = Arc::new(HttpGetter::new(Arc::clone(&self.client)));
         async move { Ok(getter) }.boxed()
     }
 }

@@ -231,6 +231,72 @@ pub(crate) fn serve(body: &'static str) -> (String, std::thread::JoinHandle<()>)
     (url, handle)
 }
 
+/// A keep-alive HTTP server on loopback: each connection's answers are its number
+/// (`connection 1`, …); it reports each connection its client closed on the channel. Returns
+/// the base URL.
+fn serve_kept_alive() -> (String, std::sync::mpsc::Receiver<String>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let (closed, closes) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for (number, stream) in (1..).zip(listener.incoming()) {
+            let Ok(mut stream) = stream else { return };
+            let closed = closed.clone();
+            std::thread::spawn(move || {
+                let body = format!("connection {number}");
+                let mut buf = [0u8; 4096];
+                while stream.read(&mut buf).is_ok_and(|n| n > 0) {
+                    let reply = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    if stream.write_all(reply.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+                let _ = closed.send(body);
+            });
+        }
+    });
+    (url, closes)
+}
+
+/// A container's GETs to one origin reuse the connection its last GET left open; another
+/// container (here of another tenant) never gets it, and destroying the container closes it.
+#[test]
+fn net_access_keeps_a_containers_connection_to_itself() {
+    let (url, closes) = serve_kept_alive();
+    let host = url.trim_start_matches("http://").trim_end_matches('/');
+    let ex = Executor::start_with(&["--net-allow", host]);
+    for (id, namespace) in [("alice-net", "alice"), ("bob-net", "bob")] {
+        ex.init_code(
+            id,
+            &action("net"),
+            json!({"namespace": namespace, "annotations": {"net_access": true}}),
+        )
+        .expect(200);
+    }
+    let body = |id: &str| {
+        let out = ex.run(id, json!({"url": url})).expect(200).json();
+        assert_eq!(out["status"], 200, "{out}");
+        out["body"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(body("alice-net"), "connection 1");
+    assert_eq!(
+        body("alice-net"),
+        "connection 1",
+        "alice's connection, kept"
+    );
+    assert_eq!(body("bob-net"), "connection 2", "bob's own");
+    assert_eq!(body("alice-net"), "connection 1");
+    ex.post("/alice-net/destroy", "").expect(200);
+    let closed = closes
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("alice's connection is closed with her container");
+    assert_eq!(closed, "connection 1");
+    assert_eq!(body("bob-net"), "connection 2");
+}
+
 #[test]
 fn net_access_absent_means_no_import() {
     let ex = Executor::start();
