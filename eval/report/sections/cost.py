@@ -10,6 +10,8 @@ PROFILE = "platform-cost/profile-wasmtime/breakdown.json"
 # The builds that run guests on the blocking pool, profiled the same way.
 POOL_PROFILES = ("wasmer", "wamr")
 CUT = "platform-cost/cut"
+# The cost runs of an earlier day, on another machine of the same kind.
+EARLIER = "platform-cost/2026-12-06"
 DOCKER = "docker"
 CONNECTIONS = {"new": "new connection", "kept-alive": "kept alive", None: "a process each"}
 # Within this, memory per warm container counts as unchanged (the footprint's run-to-run noise).
@@ -73,6 +75,27 @@ def _ratio_figures(runs):
     return figures
 
 
+def _earlier_day_figures(runs):
+    """The same cost runs of an earlier day on another machine of the same kind, for the ratio's
+    movement between machines: `EARLIER/run-*`."""
+    earlier = records.repeated(f"{EARLIER}/run-*", parts=("cost/summary.json",))
+    first = records.json_of(f"{earlier[0]}/cost/summary.json")
+    as_called = {p: fmt.mean(_ratio(earlier, p, "kept-alive", "new")) for p in ev.EXECUTORS}
+    now = {p: fmt.mean(_ratio(runs, p, "kept-alive", "new")) for p in ev.EXECUTORS}
+    docker = {name: fmt.mean(_series(rs, lambda r: _cost(r)[(DOCKER, "new")]["cpu_us"]))
+              for name, rs in (("earlier", earlier), ("now", runs))}
+    if not all(now[p] >= as_called[p] for p in ev.EXECUTORS) or docker["now"] <= docker["earlier"]:
+        raise ValueError("the prose says every ratio and Docker's cost were lower on the earlier day")
+    return {
+        "earlier_date": records.days([records.json_of(f"{r}/cost/summary.json")
+                                      for r in earlier]),
+        "earlier_commit": f"`{first['commit']}`",
+        "earlier_as_called_span": fmt.span(list(as_called.values()), lambda x: fmt.fixed(x, 2)),
+        "earlier_docker_us": fmt.us(docker["earlier"]),
+        "now_docker_us": fmt.us(docker["now"]),
+    }
+
+
 def _verdict(highs):
     """Which builds meet the target even at the top of their interval."""
     met = [ev.name(p) for p, high in highs.items() if high <= COST_TARGET]
@@ -85,7 +108,11 @@ def _verdict(highs):
 
 # ------------------------------------------------------------------------------ I/O activations
 def _io(run):
-    record = records.json_of(f"{run}/io/summary.json")
+    return _io_record(f"{run}/io/summary.json")
+
+
+def _io_record(path):
+    record = records.json_of(path)
     cells = {(c["platform"], c["level"]): c for c in record["summary"]["cells"]["io"]
              if c["scenario"] == "io"}
     return record, cells
@@ -94,16 +121,27 @@ def _io(run):
 IO_DELAY_S = 0.3
 
 
+def _io_cpu(io, platform, level):
+    """The platform's CPU per I/O activation at one level of an (`_io_record`) I/O run."""
+    record, _ = io
+    return next(row["platform_cpu_us"] for row in record["io_cpu"]
+                if row["platform"] == platform and row["level"] == level)
+
+
+def _io_ideal(io, platform, level):
+    """The rate at one level as a share of the ideal, clients ÷ the server's delay."""
+    _, cells = io
+    return cells[(platform, level)]["rate"] / (level / IO_DELAY_S)
+
+
 def _io_figures(runs):
     first, _ = _io(runs[0])
     levels = sorted({row["level"] for row in first["io_cpu"]})
     rows, figures = [], {}
     for p in first["platforms"]:
         for level in levels:
-            cpu = _series(runs, lambda r: next(
-                row["platform_cpu_us"] for row in _io(r)[0]["io_cpu"]
-                if row["platform"] == p and row["level"] == level))
-            ideal = _series(runs, lambda r: _io(r)[1][(p, level)]["rate"] / (level / IO_DELAY_S))
+            cpu = _series(runs, lambda r: _io_cpu(_io(r), p, level))
+            ideal = _series(runs, lambda r: _io_ideal(_io(r), p, level))
             rows.append([ev.name(p), f"{level:,}", *(fmt.us(v) for v in cpu),
                          fmt.mean_and_interval(cpu, fmt.us), fmt.mean_and_interval(ideal, fmt.pct)])
             figures[f"io_cpu_{p}_{level}"] = fmt.us(fmt.mean(cpu))
@@ -135,6 +173,7 @@ def _cost_stretch(profile, connection):
 # The parts of the warm path that make and end an instance: its memory among them.
 LIFECYCLE = ("instantiation", "instance teardown")
 WAITING = "waiting and waking threads"
+OUTBOUND = "the guest's outbound HTTP call (host side)"
 
 
 def _pool_profile_figures(runs):
@@ -238,7 +277,6 @@ def _profile_figures(runs):
                                         f"({stretches[k]['samples']:,})" for k in order)])
     header = ["part of the warm path", "one client, kept alive", "one client, new connection",
               f"I/O, {io_level:,} clients"]
-    outbound = "the guest's outbound HTTP call (host side)"
     return {
         "profile_table": fmt.table(header, rows, right=(1, 2, 3)),
         "profile_date": profile["date_utc"][:10],
@@ -246,7 +284,8 @@ def _profile_figures(runs):
         "profile_hz": f"{profile['frequency_hz']:,}",
         "profile_perf": profile["perf"],
         "profile_io_clients": f"{io_level:,}",
-        "profile_outbound_share": fmt.pct(share(io_key, outbound)),
+        "profile_outbound_share": fmt.pct(share(io_key, OUTBOUND)),
+        "profile_connection_share_io": fmt.pct(share(io_key, "connection set-up and tear-down")),
         "profile_connection_share_new": fmt.pct(
             share(("cost", "new"), "connection set-up and tear-down")),
         "profile_http_share_kept": fmt.pct(kept[HTTP_PART]),
@@ -289,6 +328,51 @@ def _cut_figures():
     figures = _cut_table("cost", "cut")
     figures.update(_cut_table("wamr-cost", "wamr_cut"))
     figures.update(_cut_memory())
+    figures.update(_cut_io())
+    return figures
+
+
+def _cut_io():
+    """Before/after of the connections a container keeps: `CUT/io-{before,after}-N`, runs of
+    experiment 2 on the wasmtime build, as figures `io_cut_…`."""
+    by_build = {"before": [], "after": []}
+    for path in records.runs(f"{CUT}/io-*/summary.json"):
+        by_build[path.split("/")[-2].split("-")[1]].append(_io_record(path))
+    if min(len(v) for v in by_build.values()) < 3:
+        raise ValueError(f"{CUT}/io: fewer than three runs of a build")
+    platform = "wasmtime"
+    first, _ = by_build["before"][0]
+    levels = sorted({row["level"] for row in first["io_cpu"]})
+    rows, figures = [], {}
+    for level in levels:
+        cpu = {b: [_io_cpu(io, platform, level) for io in runs] for b, runs in by_build.items()}
+        ideal = {b: [_io_ideal(io, platform, level) for io in runs]
+                 for b, runs in by_build.items()}
+        change = fmt.mean(cpu["after"]) / fmt.mean(cpu["before"]) - 1
+        if change >= 0:
+            raise ValueError(f"the prose says kept connections cut the I/O cost; at {level} "
+                             f"clients it rose by {change}")
+        rows.append([f"{level:,}", fmt.mean_and_interval(cpu["before"], fmt.us),
+                     fmt.mean_and_interval(cpu["after"], fmt.us), fmt.pct(change),
+                     fmt.mean_and_interval(ideal["before"], fmt.pct),
+                     fmt.mean_and_interval(ideal["after"], fmt.pct)])
+        figures[f"io_cut_cpu_{level}"] = fmt.pct(-change)
+        figures[f"io_cut_ideal_{level}_before"] = fmt.pct(fmt.mean(ideal["before"]))
+        figures[f"io_cut_ideal_{level}_after"] = fmt.pct(fmt.mean(ideal["after"]))
+    figures["io_cut_table"] = fmt.table(
+        ["clients", "CPU per I/O activation, before", "after", "change",
+         "rate, of the ideal, before", "after"], rows, right=(0, 1, 2, 3, 4, 5))
+    # The profile that led to it: the one of the build before, kept beside these runs.
+    profile = records.json_of(f"{CUT}/profile-wasmtime-before/breakdown.json")
+    io_stretch = next(st for st in profile["stretches"] if st["experiment"] == "io")
+    figures["io_cut_outbound_before"] = fmt.pct(_share(io_stretch, OUTBOUND))
+    now = next(st for st in records.json_of(PROFILE)["stretches"] if st["experiment"] == "io")
+    if _share(now, OUTBOUND) >= _share(io_stretch, OUTBOUND):
+        raise ValueError("the prose says the outbound call's share fell with kept connections")
+    figures["io_cut_profile_clients"] = f"{io_stretch['clients']:,}"
+    figures["io_cut_profile_commit"] = f"`{profile['commit']}`"
+    figures["io_cut_runs"] = str(len(by_build["before"]))
+    figures["io_cut_levels"] = " and ".join(f"{level:,}" for level in levels)
     return figures
 
 
@@ -338,6 +422,7 @@ def figures():
         "activations": f"{first[('wasmtime', 'new')]['activations']:,}",
     }
     figures.update(_ratio_figures(runs))
+    figures.update(_earlier_day_figures(runs))
     figures.update(_io_figures(runs))
     figures.update(_profile_figures(runs))
     figures.update(_pool_profile_figures(runs))
