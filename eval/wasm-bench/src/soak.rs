@@ -28,6 +28,8 @@ use serde_json::{Value, json};
 use crate::{
     executor::{ExecutorOptions, ExecutorProcess, fresh_dir},
     http::{Client, ConnMode},
+    provenance::Provenance,
+    report::{Machine, Start},
 };
 
 #[derive(Debug, Args)]
@@ -151,6 +153,8 @@ fn b64(bytes: &[u8]) -> String {
 }
 
 pub fn run(args: &SoakArgs) -> anyhow::Result<()> {
+    let provenance = Provenance::now();
+    let (start, run_started) = (Start::now(), Instant::now());
     let codes = Arc::new(Codes::load(&args.actions)?);
     std::fs::create_dir_all(&args.out)?;
     let scratch = fresh_dir(
@@ -313,6 +317,11 @@ pub fn run(args: &SoakArgs) -> anyhow::Result<()> {
     }
     let failures = tally.failures.lock().unwrap().clone();
     let summary = json!({
+        "tool": "wasm-bench soak",
+        "date_utc": provenance.date_utc,
+        "commit": provenance.commit,
+        "wall_seconds": run_started.elapsed().as_secs_f64(),
+        "machine": Machine::probe(start),
         "executor": args.executor,
         "seconds": args.seconds,
         "clients": args.clients,
