@@ -1,6 +1,6 @@
 """RESULTS.md's platform cost: host CPU per warm activation and per I/O activation, run three
-times on one build, where the executor's share of it goes (a perf profile), and the change the
-profile led to (before and after, interleaved in one session)."""
+times on one build, where the executor's share of it goes (perf profiles), and the changes the
+profiles led to (before and after, interleaved in one session)."""
 
 from report import fmt, records
 from report.sections import _evaluation_util as ev
