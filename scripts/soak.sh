@@ -2,8 +2,8 @@
 # The soak run: builds the executor for RUNTIME (wasmtime, wasmer or wamr) and the guests,
 # then mixes benign and hostile activations against it for SECONDS (default 600) after a 30 s
 # warm-up (`wasm-bench soak`, eval/wasm-bench/src/soak.rs). Fails if the executor's RSS or open
-# descriptors in the last minute lie more than 10 % above the first minute's, or a benign request
-# fails with anything but 503. Samples and a summary go to eval/results/soak/RUNTIME/.
+# descriptors in the last minute lie more than 10 % above those of the minute at the run's middle
+# (growth in the second half: a leak), or a benign request fails with anything but 503. Samples and a summary go to eval/results/soak/RUNTIME/.
 #
 #   scripts/soak.sh [RUNTIME] [SECONDS]
 set -euo pipefail
