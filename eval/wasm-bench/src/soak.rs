@@ -68,6 +68,8 @@ const SOAK_NAMESPACE: &str = "soak";
 /// The namespace of the quota fillers, and its quota (MB): each filler writes four times that.
 const FILLER_NAMESPACE: &str = "soak-filler";
 const FILLER_QUOTA_MB: u64 = 16;
+/// What a grant the full namespace cannot make says (the OS's text of ENOSPC).
+const NO_SPACE: &str = "No space left on device";
 
 const SAMPLE_EVERY: Duration = Duration::from_secs(5);
 /// The window the first, middle and last figures are taken over.
@@ -93,7 +95,8 @@ struct Tally {
     benign: AtomicU64,
     benign_turned_away: AtomicU64,
     hostile: AtomicU64,
-    /// Fillers whose guest saw its filesystem full (ENOSPC or EDQUOT).
+    /// Fillers whose guest saw its filesystem full (ENOSPC or EDQUOT), or whose grant the full
+    /// namespace refused.
     quota_errors: AtomicU64,
     failures: std::sync::Mutex<Vec<String>>,
 }
@@ -578,18 +581,20 @@ fn attack(
         // own directory (so no other filler truncates what it wrote).
         9 => {
             let dir = format!("/fill/c{client}");
-            expect(
-                &init(
-                    http,
-                    id,
-                    &codes.hostile,
-                    json!({"namespace": FILLER_NAMESPACE, "annotations": {"dir": dir},
-                           "limits": {"timeout": 20_000}}),
-                )?,
-                200,
-                "filler /init",
-                None,
+            let made = init(
+                http,
+                id,
+                &codes.hostile,
+                json!({"namespace": FILLER_NAMESPACE, "annotations": {"dir": dir},
+                       "limits": {"timeout": 20_000}}),
             )?;
+            // A client whose directory the other fillers' files left no room for is refused
+            // its grant, as the full namespace must refuse it.
+            if made.status == 502 && String::from_utf8_lossy(&made.body).contains(NO_SPACE) {
+                tally.quota_errors.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
+            }
+            expect(&made, 200, "filler /init", None)?;
             let files = 4 * FILLER_QUOTA_MB;
             let fill = json!({"fill": {"dir": dir, "files": files, "bytes": 1 << 20}});
             let answer = activate(http, id, fill)?;
