@@ -56,17 +56,6 @@ def levels(experiment, relative=MAIN):
     return sorted({c["level"] for c in cells(experiment, relative)})
 
 
-def grows_up_to(series):
-    """The highest level up to which a {level: value} series never falls."""
-    ordered = sorted(series.items())
-    top = ordered[0][0]
-    for (_, before), (level, value) in zip(ordered, ordered[1:]):
-        if value < before:
-            break
-        top = level
-    return top
-
-
 def linear_fit(series):
     """Least-squares slope and r² of a {level: value} series."""
     xs, ys = zip(*sorted(series.items()))

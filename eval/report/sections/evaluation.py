@@ -17,6 +17,8 @@ def conditions():
     same = ("cpu", "logical_cpus", "kernel", "memory")
     require(all(machine[k] == second[k] for k in same), "both runs were on one machine")
     require(ev.run()["pinning"] is None and not ev.run()["quick"], "no pinning, full sizes")
+    first, then = ev.run(), ev.run(ev.REALISTIC)
+    require(first["commit"] == then["commit"], "both runs were at one commit")
     s = ev.sizes()
     return {
         "cpus": machine["logical_cpus"],
@@ -30,6 +32,9 @@ def conditions():
         "load_end": fmt.load(machine["loadavg_end"]),
         "load_start_second": fmt.load(second["loadavg_start"]),
         "load_end_second": fmt.load(second["loadavg_end"]),
+        "started": first["date_utc"][:16].replace("T", " "),
+        "started_second": then["date_utc"][:16].replace("T", " "),
+        "commit": f"`{first['commit']}`",
         "minutes": round(ev.run()["wall_seconds"] / 60),
         "minutes_second": round(ev.run(ev.REALISTIC)["wall_seconds"] / 60),
         "warmup": f"{fmt.number(s['warmup_secs'])} s",
@@ -40,20 +45,23 @@ def conditions():
     }
 
 
+# The executor's cold starts grow with the level by less than this share of Docker's growth.
+EXEC_COLD_GROWTH = 0.01
+
+
 def cold():
     top = max(ev.levels("cold"))
     p50 = {p: {lv: cell("cold", p, lv)["p50_ms"] for lv in ev.levels("cold")}
            for p in ev.platforms()}
     exe = ev.executors()
     docker1, dockertop = p50["docker"][1], p50["docker"][top]
-    grows_until = min(ev.grows_up_to(p50[p]) for p in exe)
-    require(4 <= grows_until < top, "the executor's cold starts grow with the level up to a point")
-    above = [p50[p][lv] for p in exe for lv in ev.levels("cold") if lv > grows_until]
-    require(all(p50[p][top] < max(v for lv, v in p50[p].items() if lv > grows_until) for p in exe),
-            "the executor's cold starts no longer grow above that point")
     cut = [1 - p50[p][1] / docker1 for p in exe]
     slope, r2 = ev.linear_fit(p50["docker"])
     require(r2 >= 0.9, "Docker's cold starts grow about linearly with the level")
+    exec_fits = [ev.linear_fit(p50[p]) for p in exe]
+    require(all(0 < s for s, _ in exec_fits), "the executor's cold starts grow with the level")
+    require(max(s for s, _ in exec_fits) / slope < EXEC_COLD_GROWTH,
+            "the executor's grow by under 1 % of Docker's growth")
     return {
         "table": ev.cold_table(),
         "one_exec": fmt.span([p50[p][1] for p in exe], ms2),
@@ -66,8 +74,9 @@ def cold():
         "top_docker_p99": duration(cell("cold", "docker", top)["p99_ms"]),
         "docker_slope": ms2(slope),
         "docker_r2": fmt.fixed(r2, 2),
-        "grows_until": grows_until,
-        "above": fmt.span(above, ms2),
+        "exec_slope": fmt.span([s for s, _ in exec_fits], ms2),
+        "slope_ratio": fmt.pct(EXEC_COLD_GROWTH),
+        "exec_r2": fmt.span([r for _, r in exec_fits], lambda x: fmt.fixed(x, 2)),
     }
 
 
@@ -104,10 +113,9 @@ def cpu():
     levels, total = ev.levels("cpu"), ev.cpu_totals()
     of_native = {p: total[p] / total["native"] for p in ev.platforms()}
     ci = max(c["rate_ci95"] / c["rate"] for c in ev.cells("cpu"))
-    close = [total[p] for p in ev.platforms() if p != "wamr"]
+    close = [total[p] for p in ev.platforms()]
     require("wamr" in total and max(close) / min(close) - 1 < 0.1,
-            "wasmtime, wasmer, Docker and native are within a few per cent")
-    require(of_native["wamr"] < 0.9, "WAMR's default artifacts are well behind native")
+            "every platform, WAMR's portable artifacts among them, is within a few per cent")
     figures = {f"total_{p}": fmt.number(total[p]) for p in ev.platforms()}
     figures.update({f"of_native_{p}": fmt.pct(of_native[p]) for p in ev.platforms()})
     figures.update({f"of_docker_{p}": fmt.fixed(total[p] / total["docker"], 2)
@@ -127,6 +135,7 @@ def cpu():
 def mixed():
     plateau, s = ev.mixed_plateau(), ev.sizes()
     near = [plateau[p] / plateau["native"] for p in ev.platforms() if p != "wamr"]
+    # WAMR's portable code is checked against its own section-3 figure below.
     require(all(abs(r - 1) < 0.1 for r in near), "the platforms as fast as native sit near native")
     wamr_mixed = plateau["wamr"] / plateau["native"]
     wamr_cpu = ev.cpu_totals()["wamr"] / ev.cpu_totals()["native"]
@@ -159,7 +168,7 @@ def realistic():
     require(max(share, key=share.get) == ("docker", low), "Docker at limit 1 has most cold starts")
     require(all(share[p, lv] < share[p, low] for p in ev.platforms() for lv in high),
             "higher limits cut the cold starts on every platform")
-    fast = ("wasmtime", "wasmer")
+    fast = ev.executors()
     docker_high = [c["docker", lv]["p99_ms"] for lv in high]
     fast_high = [c[p, lv]["p99_ms"] for p in fast for lv in high]
     ratios = [c["docker", lv]["p99_ms"] / c[p, lv]["p99_ms"] for p in fast for lv in high]
@@ -175,7 +184,6 @@ def realistic():
         "docker_p99_low": duration(c["docker", low]["p99_ms"]),
         "docker_mean_low": ratio(c["docker", low]["mean_ms"] / c["wasmtime", low]["mean_ms"]),
         "fast_p99_low": fmt.span([c[p, low]["p99_ms"] for p in fast], ms2),
-        "wamr_p99_low": ms2(c["wamr", low]["p99_ms"]),
         "share_high": fmt.span([share[p, lv] for p in ev.platforms() for lv in high], fmt.pct),
         "docker_p99_high": fmt.span(docker_high, duration),
         "docker_vs_fast_high": fmt.span(ratios, ratio),
@@ -218,7 +226,8 @@ def memory():
     require(all(debug[p] > max(row(p, v)["per_container_mib"] for v in kept) for p in exe),
             "the debug build shows in the growth on every runtime")
     heavy = max(debug, key=debug.get)
-    require(10 <= min(ratio) and max(ratio) < 100, "the ratio to Docker is tens of times")
+    require(10 <= min(ratio) and max(ratio) < 200,
+            "the ratio to Docker is tens to a hundred times")
     return {
         "table": ev.memory_table(),
         "containers": ev.sizes()["memory_containers"],
@@ -246,8 +255,7 @@ def threading():
     require(max(capped) < 1.3 * workers / (SERVER_MS / 1000), "the blocking workers cap I/O")
     cpu = {(p, lv): r(p, "pool", "cpu", lv) / r(p, "blocking-worker", "cpu", lv)
            for p in exe for lv in levels}
-    worst = min(cpu, key=cpu.get)
-    require(worst[1] == top, "the blocking worker's lead on CPU-bound work is at the top level")
+    require(all(abs(v - 1) < 0.1 for v in cpu.values()), "CPU-bound work runs alike in every mode")
     asyncs = [p for p in exe if "async" in ev.threading_modes(p)]
     require(asyncs == ["wasmtime"], "only wasmtime has the async mode")
     return {
@@ -263,8 +271,6 @@ def threading():
         "mixed": fmt.span([r(p, "pool", "mixed", lv) / r(p, "blocking-worker", "mixed", lv)
                            for p in exe for lv in busy], fmt.times),
         "cpu_span": fmt.span(cpu.values(), lambda v: fmt.fixed(v, 2)),
-        "cpu_worst_runtime": ev.name(worst[0]),
-        "cpu_worst": fmt.fixed(cpu[worst], 2),
         "async_pool": fmt.span([r("wasmtime", "async", w, lv) / r("wasmtime", "pool", w, lv)
                                 for w in ("cpu", "io", "mixed") for lv in levels],
                                lambda v: fmt.fixed(v, 2)),
