@@ -14,7 +14,8 @@ usage: eval/jmeter/run.sh --port PORT [--host H] [--plan cold-start|mixed|realis
   --host H             the gateway's host (default 127.0.0.1)
   --plan P             one plan, or all three in the order cold-start, mixed, realistic (default all)
   --quick              tiny sizes (a few threads, a few seconds each): a smoke test, figures mean nothing
-  --out DIR            where the CSVs, JMeter logs and summary.txt go
+  --out DIR            where the CSVs, JMeter logs, summary.txt and each plan's
+                       provenance.json (when, at which commit, on what machine) go
                        (default: eval/results/jmeter, with --quick target/jmeter-quick)
   --offline            run Maven offline (-o); needs one earlier run that resolved everything
   --max-error-pct PCT  fail when a plan's share of failed requests is above PCT
@@ -129,6 +130,8 @@ for p in "${plans[@]}"; do
     log="$out/$p.mvn.log"
     rm -f "$out/$p.csv" "$out/$p.jmeter.log"
     started=$(date +%s)
+    started_utc=$(date -u +%FT%TZ)
+    load_start=$(cat /proc/loadavg)
     # clean: the plugin lays out a fresh JMeter tree under target/ on every run and appends to
     # an existing result file, so each plan starts from an empty target/.
     if ! (cd "$here" && mvn "${mvn_flags[@]}" clean verify \
@@ -152,6 +155,7 @@ for p in "${plans[@]}"; do
     [ -n "$max_err" ] && sum_args+=(--max-error-pct "$max_err")
     if line="$(python3 "$here/summarize.py" "${sum_args[@]}")"; then :; else status=1; fi
     printf '%s  (%ds with Maven)\n' "$line" "$took" | tee "$out/$p.summary.txt"
+    (cd "$here" && python3 provenance.py "$started_utc" "$load_start") >"$out/$p.provenance.json"
 done
 # summary.txt: every plan run into this directory so far (plans may be run one at a time).
 cat "$out"/*.summary.txt > "$out/summary.txt" 2>/dev/null || true
