@@ -1,6 +1,6 @@
 """Figures of the evaluation against Docker: experiments 1-8 and the JMeter plans."""
 
-from report import fmt
+from report import fmt, records
 from report.sections import _evaluation_util as ev
 from report.sections._evaluation_util import cell, duration, ms2, rate_span, ratio
 
@@ -287,9 +287,18 @@ def jmeter():
     require(real["wasmtime"]["rate"] > real["docker"]["rate"]
             and real["wasmtime"]["median"] < real["docker"]["median"],
             "the JMeter realistic plan shows the order of section 5")
+    runs = [records.json_of(f"{ev.JMETER}/{p}/{plan}.provenance.json")
+            for p in ev.JMETER_PLATFORMS for plan in ev.JMETER_PLANS]
+    require(len({r["commit"] for r in runs}) == 1, "every plan ran at one commit")
+    require(len({r["machine"]["cpu"] for r in runs}) == 1, "every plan ran on one machine")
+    machine = runs[0]["machine"]
     return {
         "table": ev.jmeter_table(),
         "date": ev.jmeter_date(),
+        "commit": f"`{runs[0]['commit']}`",
+        "machine": f"{machine['logical_cpus']} vCPUs ({machine['cpu']})",
+        "load": fmt.span([float(r["machine"]["loadavg_start"].split()[0]) for r in runs],
+                         lambda x: fmt.fixed(x, 2)),
         "cold_threads": cold["wasmtime"]["threads"],
         "cold_rounds": fmt.number(cold["wasmtime"]["samples"] / cold["wasmtime"]["threads"]),
         "threads": fmt.span([j[k]["threads"] for k in j if k[1] != "cold-start"]),
