@@ -211,6 +211,8 @@ def edge_figures(wamr_distinct, docker, docker_idle):
     util.check_binaries_prose(sizes)
     return {
         "binaries_table": util.binaries_table(sizes),
+        "edge_date": record["date_utc"][:10],
+        "edge_commit": f"`{record['commit']}`",
         "edge_containers": fmt.number(record["containers"]),
         "edge_runs": fmt.number(record["requests"]),
         "edge_table": edge_memory_table(record),
