@@ -8,25 +8,13 @@ differ from it), and the machine with its load average at the start and now.
 
 import json
 import os
+import pathlib
 import platform
-import subprocess
 import sys
 
-
-def git(*args):
-    try:
-        return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return None
-
-
-def commit():
-    head = git("rev-parse", "--short=10", "HEAD")
-    if head is None:
-        return None
-    changed = git("status", "--porcelain", "--untracked-files=no", "--", ":/",
-                  ":(top,exclude)eval/results")
-    return head.strip() + ("-dirty" if changed and changed.strip() else "")
+# The commit as every other record names it (eval/engines.py, beside wasm-bench's own).
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+from engines import commit_measured  # noqa: E402
 
 
 def field(path, name):
@@ -43,7 +31,7 @@ def main(started_utc, loadavg_start):
         loadavg_end = loadavg.read().strip()
     json.dump({
         "date_utc": started_utc,
-        "commit": commit(),
+        "commit": commit_measured(),
         "machine": {
             "cpu": field("/proc/cpuinfo", "model name"),
             "logical_cpus": os.cpu_count(),

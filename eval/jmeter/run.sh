@@ -155,7 +155,7 @@ for p in "${plans[@]}"; do
     [ -n "$max_err" ] && sum_args+=(--max-error-pct "$max_err")
     if line="$(python3 "$here/summarize.py" "${sum_args[@]}")"; then :; else status=1; fi
     printf '%s  (%ds with Maven)\n' "$line" "$took" | tee "$out/$p.summary.txt"
-    (cd "$here" && python3 provenance.py "$started_utc" "$load_start") >"$out/$p.provenance.json"
+    python3 "$here/provenance.py" "$started_utc" "$load_start" >"$out/$p.provenance.json"
 done
 # summary.txt: every plan run into this directory so far (plans may be run one at a time).
 cat "$out"/*.summary.txt > "$out/summary.txt" 2>/dev/null || true

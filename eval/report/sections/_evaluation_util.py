@@ -276,6 +276,11 @@ def jmeter(platform, plan):
     return values
 
 
+def jmeter_provenance(platform, plan):
+    """When, at which commit and on what machine a platform's plan ran (eval/jmeter/run.sh)."""
+    return records.json_of(f"{JMETER}/{platform}/{plan}.provenance.json")
+
+
 def jmeter_date():
     first = min(jmeter(p, plan)["start_ms"] for p in JMETER_PLATFORMS for plan in JMETER_PLANS)
     return datetime.fromtimestamp(first / 1000, tz=timezone.utc).date().isoformat()

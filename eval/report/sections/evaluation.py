@@ -1,6 +1,6 @@
 """Figures of the evaluation against Docker: experiments 1-8 and the JMeter plans."""
 
-from report import fmt, records
+from report import fmt
 from report.sections import _evaluation_util as ev
 from report.sections._evaluation_util import cell, duration, ms2, rate_span, ratio
 
@@ -13,12 +13,12 @@ def require(holds, claim):
 
 
 def conditions():
-    machine, second = ev.run()["machine"], ev.run(ev.REALISTIC)["machine"]
+    first, then = ev.run(), ev.run(ev.REALISTIC)
+    machine, second = first["machine"], then["machine"]
     same = ("cpu", "logical_cpus", "kernel", "memory")
     require(all(machine[k] == second[k] for k in same), "both runs were on one machine")
-    require(ev.run()["pinning"] is None and not ev.run()["quick"], "no pinning, full sizes")
-    first, then = ev.run(), ev.run(ev.REALISTIC)
     require(first["commit"] == then["commit"], "both runs were at one commit")
+    require(first["pinning"] is None and not first["quick"], "no pinning, full sizes")
     s = ev.sizes()
     return {
         "cpus": machine["logical_cpus"],
@@ -35,8 +35,8 @@ def conditions():
         "started": first["date_utc"][:16].replace("T", " "),
         "started_second": then["date_utc"][:16].replace("T", " "),
         "commit": f"`{first['commit']}`",
-        "minutes": round(ev.run()["wall_seconds"] / 60),
-        "minutes_second": round(ev.run(ev.REALISTIC)["wall_seconds"] / 60),
+        "minutes": round(first["wall_seconds"] / 60),
+        "minutes_second": round(then["wall_seconds"] / 60),
         "warmup": f"{fmt.number(s['warmup_secs'])} s",
         "windows": s["repetitions"],
         "window": f"{fmt.number(s['level_secs'])} s",
@@ -287,8 +287,7 @@ def jmeter():
     require(real["wasmtime"]["rate"] > real["docker"]["rate"]
             and real["wasmtime"]["median"] < real["docker"]["median"],
             "the JMeter realistic plan shows the order of section 5")
-    runs = [records.json_of(f"{ev.JMETER}/{p}/{plan}.provenance.json")
-            for p in ev.JMETER_PLATFORMS for plan in ev.JMETER_PLANS]
+    runs = [ev.jmeter_provenance(p, plan) for p in ev.JMETER_PLATFORMS for plan in ev.JMETER_PLANS]
     require(len({r["commit"] for r in runs}) == 1, "every plan ran at one commit")
     require(len({r["machine"]["cpu"] for r in runs}) == 1, "every plan ran on one machine")
     machine = runs[0]["machine"]
