@@ -68,6 +68,12 @@ pub struct Config {
     #[arg(long, env = "WASM_EXECUTOR_POOL_THREADS", default_value_t = 256)]
     pub pool_threads: usize,
 
+    /// With `--guest-execution pool` (the wasmer and WAMR builds' default), connections served
+    /// each on a thread of its own, where its guests run with no async worker to hand over;
+    /// the connections beyond it are served on the async workers. 0: all of them are.
+    #[arg(long, env = "WASM_EXECUTOR_CONNECTION_THREADS", default_value_t = 256)]
+    pub connection_threads: usize,
+
     /// Where guests run once admitted. `async` (the wasmtime build's default): on the task of
     /// their request, suspended while they wait on a timer or the network, so a waiting guest
     /// holds neither a thread nor a slot of --max-concurrent; guests with a granted directory,
@@ -303,8 +309,9 @@ impl std::fmt::Display for Listen {
 pub enum GuestExecution {
     /// On the request's own task, suspended while it waits (wasmtime only).
     Async,
-    /// On the bounded blocking pool (`--pool-threads`): on the request's thread, whose other
-    /// tasks the async runtime moves to another thread while the guest runs.
+    /// On the bounded blocking pool (`--pool-threads`): on the request's thread, its
+    /// connection's own (`--connection-threads`) or an async worker whose other tasks the
+    /// async runtime moves to another thread while the guest runs.
     Pool,
     /// Blocking the async worker that handles the request (for the evaluation only).
     BlockingWorker,

@@ -7,6 +7,7 @@ pub mod api;
 pub mod backend;
 pub mod capability;
 pub mod config;
+pub mod connection_threads;
 pub mod engine_artifact;
 pub mod engine_start;
 pub mod error;

@@ -37,6 +37,7 @@ pub struct Metrics {
     pool_guests: Gauge,
     pool_queued: Gauge,
     task_guests: Gauge,
+    connection_threads: Gauge,
     pending_log_bytes: Gauge,
     rejected: Counter<u64, AtomicU64>,
 }
@@ -120,6 +121,7 @@ impl Default for Metrics {
         let pool_guests = Gauge::default();
         let pool_queued = Gauge::default();
         let task_guests = Gauge::default();
+        let connection_threads = Gauge::default();
         let pending_log_bytes = Gauge::default();
         let rejected = Counter::default();
         registry.register("activations", "Activations by outcome", activations.clone());
@@ -165,6 +167,11 @@ impl Default for Metrics {
             task_guests.clone(),
         );
         registry.register(
+            "connection_threads",
+            "Threads that serve a connection each, busy or waiting for the next (--connection-threads)",
+            connection_threads.clone(),
+        );
+        registry.register(
             "pending_log_bytes",
             "Log bytes held for the invoker to collect, all containers together",
             pending_log_bytes.clone(),
@@ -192,6 +199,7 @@ impl Default for Metrics {
             pool_guests,
             pool_queued,
             task_guests,
+            connection_threads,
             pending_log_bytes,
             rejected,
         }
@@ -219,6 +227,7 @@ impl Metrics {
         containers: usize,
         modules: usize,
         pool: &Occupancy,
+        connection_threads: usize,
         pending_log_bytes: usize,
     ) -> String {
         self.containers.set(containers as i64);
@@ -227,6 +236,7 @@ impl Metrics {
         self.pool_queued.set(pool.queued as i64);
         self.pool_guests.set(pool.pool_guests as i64);
         self.task_guests.set(pool.task_guests as i64);
+        self.connection_threads.set(connection_threads as i64);
         self.pending_log_bytes.set(pending_log_bytes as i64);
         let mut out = String::new();
         encode(&mut out, &self.registry).expect("writing to a String cannot fail");
@@ -254,7 +264,7 @@ mod tests {
             pool_guests: 0,
             task_guests: 0,
         };
-        let text = metrics.render(0, 0, &idle, 0);
+        let text = metrics.render(0, 0, &idle, 0, 0);
         for line in [
             "wasm_executor_activations_total{outcome=\"success\"} 2",
             "wasm_executor_activations_total{outcome=\"timeout\"} 1",

@@ -6,7 +6,8 @@
 //! (`--pool-threads`) may outnumber the slots (`--max-concurrent`). Admission takes a thread
 //! before a slot, so an admitted job always finds a thread and a waking guest always gets a
 //! slot back from a job that is running. A job's thread is the one its request was served on:
-//! the async runtime hands that thread's other tasks to another for as long as the job runs.
+//! a connection thread of its own (`--connection-threads`), or an async worker whose other
+//! tasks the runtime hands to another thread for as long as the job runs.
 //! The same slots admit guests that run on their request's own task (`--guest-execution
 //! async`): such a guest holds a [`CpuSlot`] while it computes and gives it back while it
 //! waits, and an instance permit for its whole life. `--guest-execution blocking-worker` keeps
@@ -223,10 +224,11 @@ impl ExecutionPool {
     /// (a guest stops at its deadline): the caller waits for the job's end however long.
     ///
     /// In `GuestExecution::Pool` (and `Async`, for the jobs that do not run on their task) the
-    /// job runs on the calling thread, in [`tokio::task::block_in_place`]: the runtime hands
-    /// this worker's other tasks to another thread for as long as the job runs, so a guest
-    /// that loops starves no other request, and the request pays no hand-off to another
-    /// thread and back. The thread permit still bounds the jobs at once, and with them the
+    /// job runs on the calling thread, in [`tokio::task::block_in_place`], so a guest that
+    /// loops starves no other request, and the request pays no hand-off to another thread and
+    /// back. On a connection thread (see [`crate::connection_threads`]) that thread is the
+    /// connection's alone and the job simply runs there; on an async worker the runtime hands
+    /// the worker's other tasks to another thread for as long as the job runs. The thread permit still bounds the jobs at once, and with them the
     /// runtime's blocking threads (see [`blocking_threads`]). Outside a multi-threaded
     /// runtime (where that hand-over is impossible) the job goes to a pool thread of its own.
     ///

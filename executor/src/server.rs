@@ -26,7 +26,7 @@ use tokio::{
 };
 use tower_service::Service;
 
-use crate::lingering::Lingering;
+use crate::{connection_threads::ConnectionThreads, lingering::Lingering};
 
 /// How the server treats its connections.
 #[derive(Debug, Clone, Copy)]
@@ -142,10 +142,12 @@ impl Listener for tokio::net::UnixListener {
 
 /// Serves `router` on the connections of `listener` until `shutdown` completes, then lets the
 /// requests in progress finish.
+/// With `threads`, a connection is served on a thread of its own while one is free.
 pub async fn serve(
     listener: impl Listener,
     router: Router,
     limits: ConnectionLimits,
+    threads: Option<Arc<ConnectionThreads>>,
     shutdown: impl Future<Output = ()>,
 ) {
     let connections = Arc::new(Connections::default());
@@ -176,14 +178,21 @@ pub async fn serve(
             continue;
         }
         let (id, state) = connections.register();
-        tokio::spawn(serve_connection(
+        let connection = serve_connection(
             io,
             router.clone(),
             limits,
             state,
             stopping.clone(),
             ConnectionEnd(Arc::clone(&connections), id),
-        ));
+        );
+        let on_the_workers = match &threads {
+            Some(threads) => threads.serve(connection).err(),
+            None => Some(connection),
+        };
+        if let Some(connection) = on_the_workers {
+            tokio::spawn(connection);
+        }
     }
     let _ = stop.send(true);
     let drained = connections.drained.notified();

@@ -27,6 +27,7 @@ use crate::{
     },
     code::{self, ModuleCode},
     config::{Config, GuestExecution},
+    connection_threads::ConnectionThreads,
     error::ServiceError,
     host_io,
     language::{self, Engines, Language},
@@ -111,6 +112,9 @@ pub struct Executor<B: Backend> {
     /// Names this process: it differs after every restart, so a client that sees it change
     /// knows that the containers it initialized are gone.
     instance: String,
+    /// Where the server serves connections while it may (`--connection-threads`), for the
+    /// builds whose guests block their thread.
+    connection_threads: Option<Arc<ConnectionThreads>>,
     pub metrics: Metrics,
 }
 
@@ -156,6 +160,12 @@ impl<B: Backend> Executor<B> {
             config.queue_depth,
             config.guest_execution(),
         );
+        let connection_threads = tokio::runtime::Handle::try_current()
+            .ok()
+            .filter(|_| {
+                config.guest_execution() == GuestExecution::Pool && config.connection_threads > 0
+            })
+            .map(|runtime| ConnectionThreads::new(config.connection_threads, runtime));
         let client = Arc::new(HttpClient::new(
             config.net_allow.clone(),
             Duration::from_millis(config.net_timeout_ms),
@@ -192,6 +202,7 @@ impl<B: Backend> Executor<B> {
             target: host_target(),
             // 128 random bits in hex.
             instance: hex::encode(random_bytes::<16>("the instance id")?),
+            connection_threads,
             metrics: Metrics::default(),
         })
     }
@@ -207,6 +218,11 @@ impl<B: Backend> Executor<B> {
     /// Where guests run unless an action says otherwise (`--guest-execution`).
     pub fn guest_execution(&self) -> &'static str {
         self.config.guest_execution().label()
+    }
+
+    /// The threads the server serves connections on while it may, if this executor has them.
+    pub fn connection_threads(&self) -> Option<Arc<ConnectionThreads>> {
+        self.connection_threads.clone()
     }
 
     /// Whether this build can suspend a guest on its request's task (`--guest-execution async`).
@@ -235,6 +251,7 @@ impl<B: Backend> Executor<B> {
             self.containers.ready_count(),
             self.uploads.len(),
             &self.pool.occupancy(),
+            self.connection_threads.as_ref().map_or(0, |t| t.threads()),
             self.log_budget.used_bytes(),
         )
     }

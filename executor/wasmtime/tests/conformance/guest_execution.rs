@@ -106,6 +106,48 @@ fn blocking_worker_execution_blocks_the_http_worker_and_pool_does_not() {
     );
 }
 
+/// With `--guest-execution pool` a connection is served on a thread of its own while one is
+/// free (`--connection-threads`), on the async workers beyond: either way a looping guest holds
+/// up its own connection alone. One connection thread and one async worker, two loops: the
+/// other connections are served while both loop.
+#[test]
+fn pool_guests_that_loop_hold_up_their_own_connections_alone() {
+    const DEADLINE: Duration = Duration::from_millis(3000);
+    let ex = Arc::new(Executor::start_with_env(
+        &["--guest-execution", "pool", "--connection-threads", "1"],
+        &[("TOKIO_WORKER_THREADS", "1")],
+    ));
+    ex.init_action("loop", "loop");
+    ex.init_action("echo", "echo");
+    let deadline = Instant::now() + DEADLINE;
+    let loops: Vec<_> = (0..2)
+        .map(|_| {
+            let ex = Arc::clone(&ex);
+            let deadline = deadline_in(DEADLINE.as_millis() as u64);
+            std::thread::spawn(move || {
+                let body = json!({"value": {"forever": true}, "deadline": deadline});
+                ex.post("/loop/run", &body.to_string()).status
+            })
+        })
+        .collect();
+    ex.wait_until(Duration::from_secs(2), "both guests looping", |ex| {
+        ex.gauge("pool_running") == 2
+    });
+    for i in 0..3 {
+        assert_eq!(ex.run("echo", json!({"i": i})).expect(200).json()["i"], i);
+    }
+    assert_eq!(ex.gauge("connection_threads"), 1, "never more than allowed");
+    let served = Instant::now();
+    assert!(
+        loops.iter().all(|l| !l.is_finished()),
+        "the others were served while the guests looped"
+    );
+    for l in loops {
+        assert_eq!(l.join().unwrap(), 502, "the loops time out");
+    }
+    assert!(served + Duration::from_millis(100) < deadline);
+}
+
 #[test]
 fn async_execution_is_wasmtimes_default_and_refused_elsewhere() {
     let health = Executor::start().get("/health").expect(200).json();

@@ -1,0 +1,200 @@
+//! Threads that each serve one connection at a time, for the builds whose guests block the
+//! thread they run on (wasmer, WAMR): a guest then runs on its connection's own thread, which
+//! HTTP/1.1 would not use for anything else meanwhile, with no async worker to hand over.
+//! The connection's I/O and timers stay with the async runtime (the thread waits in its
+//! [`Handle::block_on`]), so nothing else changes for it. Threads are kept for the next
+//! connection and end after a while idle; when all are busy the caller serves the connection
+//! on the async workers as before.
+
+use std::{
+    panic::AssertUnwindSafe,
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use crossbeam_channel::RecvTimeoutError;
+use tokio::runtime::Handle;
+
+type Connection = Box<dyn FnOnce() + Send>;
+
+/// How long a thread waits for another connection before it ends.
+const IDLE_LIFETIME: Duration = Duration::from_secs(30);
+
+/// The threads and their hand-off. Every thread waiting for a connection is counted either in
+/// `idle` or by a connection sent for it and not yet taken, so a connection sent is taken at
+/// once.
+pub struct ConnectionThreads {
+    runtime: Handle,
+    connections: crossbeam_channel::Sender<Connection>,
+    waiting: crossbeam_channel::Receiver<Connection>,
+    /// Threads waiting for a connection that none was promised to.
+    idle: AtomicUsize,
+    /// Threads alive.
+    started: AtomicUsize,
+    max_threads: usize,
+}
+
+impl ConnectionThreads {
+    /// At most `max_threads` threads, whose connections' futures run on `runtime`.
+    pub fn new(max_threads: usize, runtime: Handle) -> Arc<Self> {
+        let (connections, waiting) = crossbeam_channel::unbounded();
+        Arc::new(ConnectionThreads {
+            runtime,
+            connections,
+            waiting,
+            idle: AtomicUsize::new(0),
+            started: AtomicUsize::new(0),
+            max_threads,
+        })
+    }
+
+    /// Serves `connection` to its end on a thread of its own, or gives it back when every
+    /// thread is busy (or none can be started).
+    pub fn serve<F>(self: &Arc<Self>, connection: F) -> Result<(), F>
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        if !take_one(&self.idle) && !self.start_thread() {
+            return Err(connection);
+        }
+        let runtime = self.runtime.clone();
+        let served: Connection = Box::new(move || runtime.block_on(connection));
+        // Never fails: this holds a receiver.
+        let _ = self.connections.send(served);
+        Ok(())
+    }
+
+    /// Threads alive, for the metrics.
+    pub fn threads(&self) -> usize {
+        self.started.load(Ordering::Acquire)
+    }
+
+    /// Starts a thread that waits for a connection, if the limit allows one.
+    fn start_thread(self: &Arc<Self>) -> bool {
+        let mut started = self.started.load(Ordering::Acquire);
+        loop {
+            if started >= self.max_threads {
+                return false;
+            }
+            match self.started.compare_exchange(
+                started,
+                started + 1,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => break,
+                Err(now) => started = now,
+            }
+        }
+        let threads = Arc::clone(self);
+        let spawned = std::thread::Builder::new()
+            .name("connection".into())
+            .spawn(move || threads.serve_connections());
+        if let Err(error) = spawned {
+            self.started.fetch_sub(1, Ordering::AcqRel);
+            tracing::warn!(%error, "starting a connection thread failed");
+            return false;
+        }
+        true
+    }
+
+    /// A thread's life: connections one after the other, until none came for a while.
+    fn serve_connections(&self) {
+        loop {
+            match self.waiting.recv_timeout(IDLE_LIFETIME) {
+                Ok(connection) => {
+                    // A panic ends the connection, as it would end its task on the runtime.
+                    if std::panic::catch_unwind(AssertUnwindSafe(connection)).is_err() {
+                        tracing::error!("serving a connection panicked");
+                    }
+                    self.idle.fetch_add(1, Ordering::AcqRel);
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    // With no idle count left to take, a connection is on its way here.
+                    if take_one(&self.idle) {
+                        self.started.fetch_sub(1, Ordering::AcqRel);
+                        return;
+                    }
+                }
+                // Never: `self` holds a sender.
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+        }
+    }
+}
+
+/// Takes one from `count` unless it is zero.
+fn take_one(count: &AtomicUsize) -> bool {
+    count
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+        .is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_connection_that_blocks_its_thread_holds_up_no_other() {
+        let threads = ConnectionThreads::new(2, Handle::current());
+        let (blocked_tx, blocked_rx) = tokio::sync::oneshot::channel();
+        let blocking = async move {
+            std::thread::sleep(Duration::from_millis(500));
+            let _ = blocked_tx.send(());
+        };
+        assert!(threads.serve(blocking).is_ok());
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let start = Instant::now();
+        assert!(
+            threads
+                .serve(async move {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    let _ = tx.send(());
+                })
+                .is_ok()
+        );
+        rx.await.unwrap();
+        assert!(start.elapsed() < Duration::from_millis(400));
+        assert!(
+            threads.serve(async {}).is_err(),
+            "both threads are busy: the caller serves this one"
+        );
+        blocked_rx.await.unwrap();
+        assert_eq!(threads.threads(), 2);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_finished_connection_leaves_its_thread_for_the_next() {
+        let threads = ConnectionThreads::new(1, Handle::current());
+        for _ in 0..20 {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let served = threads.serve(async move {
+                let _ = tx.send(std::thread::current().id());
+            });
+            assert!(served.is_ok());
+            rx.await.unwrap();
+            // The thread counts itself idle just after the connection's end.
+            while threads.idle.load(Ordering::Acquire) == 0 {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
+        assert_eq!(threads.threads(), 1);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_panicking_connection_ends_alone() {
+        let threads = ConnectionThreads::new(1, Handle::current());
+        assert!(threads.serve(async { panic!("a bug") }).is_ok());
+        while threads.idle.load(Ordering::Acquire) == 0 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        assert!(threads.serve(async move { tx.send(()).unwrap() }).is_ok());
+        rx.await.unwrap();
+    }
+}
