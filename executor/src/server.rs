@@ -140,16 +140,22 @@ impl Listener for tokio::net::UnixListener {
     }
 }
 
-/// Serves `router` on the connections of `listener` until `shutdown` completes, then lets the
-/// requests in progress finish.
-/// With `threads`, a connection is served on a thread of its own while one is free.
-pub async fn serve(
-    listener: impl Listener,
-    router: Router,
-    limits: ConnectionLimits,
-    threads: Option<Arc<ConnectionThreads>>,
-    shutdown: impl Future<Output = ()>,
-) {
+/// What the server answers, and on which threads.
+pub struct Server {
+    pub router: Router,
+    pub limits: ConnectionLimits,
+    /// With threads, a connection is served on a thread of its own while one is free.
+    pub threads: Option<Arc<ConnectionThreads>>,
+}
+
+/// Serves the router on the connections of `listener` until `shutdown` completes, then lets
+/// the requests in progress finish.
+pub async fn serve(listener: impl Listener, server: Server, shutdown: impl Future<Output = ()>) {
+    let Server {
+        router,
+        limits,
+        threads,
+    } = server;
     let connections = Arc::new(Connections::default());
     let (stop, stopping) = watch::channel(false);
     tokio::pin!(shutdown);

@@ -112,8 +112,11 @@ async fn serve<B: Backend>(
     // 30 s after sixteen debug builds of one action).
     let _never_dropped = std::mem::ManuallyDrop::new(Arc::clone(&executor));
     executor.preload_engines();
-    let connection_threads = executor.connection_threads();
-    let router = api::router(Arc::clone(&executor), gate);
+    let api_server = server::Server {
+        router: api::router(Arc::clone(&executor), gate),
+        limits,
+        threads: executor.connection_threads(),
+    };
     let ready = |address: String| {
         tracing::info!(
             address,
@@ -131,26 +134,12 @@ async fn serve<B: Backend>(
                 .await
                 .with_context(|| format!("binding {addr}"))?;
             ready(listener.local_addr()?.to_string());
-            server::serve(
-                listener,
-                router,
-                limits,
-                connection_threads,
-                shutdown_signal(),
-            )
-            .await;
+            server::serve(listener, api_server, shutdown_signal()).await;
         }
         Listen::Unix(path) => {
             let listener = bind_unix(&path)?;
             ready(format!("unix:{}", path.display()));
-            server::serve(
-                listener,
-                router,
-                limits,
-                connection_threads,
-                shutdown_signal(),
-            )
-            .await;
+            server::serve(listener, api_server, shutdown_signal()).await;
         }
     }
     Ok(())
