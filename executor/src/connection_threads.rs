@@ -135,36 +135,42 @@ fn take_one(count: &AtomicUsize) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Instant;
-
     use super::*;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn a_connection_that_blocks_its_thread_holds_up_no_other() {
         let threads = ConnectionThreads::new(2, Handle::current());
-        let (blocked_tx, blocked_rx) = tokio::sync::oneshot::channel();
-        let blocking = async move {
-            std::thread::sleep(Duration::from_millis(500));
-            let _ = blocked_tx.send(());
-        };
-        assert!(threads.serve(blocking).is_ok());
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let start = Instant::now();
+        // The first blocks its thread (a guest that loops) until released.
+        let (release, released) = std::sync::mpsc::channel::<()>();
         assert!(
             threads
                 .serve(async move {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                    let _ = tx.send(());
+                    let _ = released.recv();
                 })
                 .is_ok()
         );
-        rx.await.unwrap();
-        assert!(start.elapsed() < Duration::from_millis(400));
+        // The second waits on the runtime, then answers.
+        let (go, gone) = tokio::sync::oneshot::channel::<()>();
+        let (done, answered) = tokio::sync::oneshot::channel();
+        assert!(
+            threads
+                .serve(async move {
+                    let _ = gone.await;
+                    let _ = done.send(());
+                })
+                .is_ok()
+        );
         assert!(
             threads.serve(async {}).is_err(),
             "both threads are busy: the caller serves this one"
         );
-        blocked_rx.await.unwrap();
+        go.send(()).unwrap();
+        // A bound on a hang, not a timing assertion: the first is still blocked meanwhile.
+        tokio::time::timeout(Duration::from_secs(30), answered)
+            .await
+            .expect("the second connection is served while the first blocks its thread")
+            .unwrap();
+        release.send(()).unwrap();
         assert_eq!(threads.threads(), 2);
     }
 

@@ -112,7 +112,7 @@ fn blocking_worker_execution_blocks_the_http_worker_and_pool_does_not() {
 /// other connections are served while both loop.
 #[test]
 fn pool_guests_that_loop_hold_up_their_own_connections_alone() {
-    const DEADLINE: Duration = Duration::from_millis(3000);
+    const DEADLINE: Duration = Duration::from_millis(5000);
     let ex = Arc::new(Executor::start_with_env(
         &["--guest-execution", "pool", "--connection-threads", "1"],
         &[("TOKIO_WORKER_THREADS", "1")],
@@ -130,7 +130,7 @@ fn pool_guests_that_loop_hold_up_their_own_connections_alone() {
             })
         })
         .collect();
-    ex.wait_until(Duration::from_secs(2), "both guests looping", |ex| {
+    ex.wait_until(Duration::from_secs(30), "both guests looping", |ex| {
         ex.gauge("pool_running") == 2
     });
     for i in 0..3 {
