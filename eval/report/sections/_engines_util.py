@@ -56,20 +56,11 @@ def io_figures():
     def row(platform, lang, c=top):
         return platforms[platform][f"{lang}-io-c{c}"]
 
-    # Throughput: every row near the ideal but Python at `top` at once on wasmer and WAMR.
-    exceptions = [("wasmer", "py"), ("wamr", "py")]
-    excepted = {(p, f"{lang}-io-c{top}") for p, lang in exceptions}
-    rest = [f["of_ideal"] for p, figs in platforms.items() for name, f in figs.items()
-            if (p, name) not in excepted]
-    low = [row(p, lang)["of_ideal"] for p, lang in exceptions]
-    check(max(low) < min(rest), "Python at 16 at once on wasmer and WAMR is furthest from ideal")
-    busy = {p: row(p, lang)["per_s"] * row(p, lang)["cpu_ms_per_activation"] / 1000
-            for p, lang in exceptions}
-    others_busy = [f["per_s"] * f["cpu_ms_per_activation"] / 1000
-                   for p in executors for name, f in platforms[p].items()
-                   if (p, name) not in excepted]
-    check(min(busy.values()) > max(others_busy),
-          "the executor's CPU is busiest where throughput falls short")
+    # Throughput: the executor's rows all nearer the ideal than Docker's at `top` at once.
+    executor_ideal = [f["of_ideal"] for p in executors for f in platforms[p].values()]
+    docker_top = [row("docker", lang)["of_ideal"] for lang in record["languages"]]
+    check(min(executor_ideal) > max(docker_top),
+          "every executor row is nearer the ideal than Docker's runtimes at the top level")
 
     js = [row(p, "js")["cpu_ms_per_activation"] for p in executors]
     node = row("docker", "js")["cpu_ms_per_activation"]
@@ -85,18 +76,21 @@ def io_figures():
               > row(p, lang)["cpu_ms_per_activation"]
               for p in platforms for lang in record["languages"]),
           "one activation at a time costs more CPU than 16 at once, on every platform")
+    check(record.get("date_utc") and record.get("commit")
+          and not record["commit"].endswith("-dirty"),
+          "the run names its date and a clean commit")
     return {
         "io_table": io_table(record),
+        "io_date": f"{record['date_utc'][:16].replace('T', ' ')} UTC",
+        "io_commit": f"`{record['commit']}`",
         "io_load_before": fmt.load(machine["load_avg"]),
         "io_load_after": fmt.load(machine["load_avg_after"]),
         "io_seconds": f"{fmt.number(record['seconds'])} s",
         "io_delay": f"{record['delay_ms']} ms",
         "io_top": str(top),
         "io_cores": str(cores),
-        "io_of_ideal_rest": fmt.span(rest, lambda x: fmt.pct(x)),
-        "io_of_ideal_wasmer_py": fmt.pct(row("wasmer", "py")["of_ideal"]),
-        "io_of_ideal_wamr_py": fmt.pct(row("wamr", "py")["of_ideal"]),
-        "io_busy_cores": fmt.span(busy.values(), lambda x: fmt.fixed(x, 1)),
+        "io_of_ideal_executor": fmt.span(executor_ideal, fmt.pct),
+        "io_of_ideal_docker_top": fmt.span(docker_top, fmt.pct),
         "io_js_cpu": fmt.span(js, ms2),
         "io_js_cpu_node": ms2(node),
         "io_js_node_over": fmt.span([node / x for x in js], lambda x: fmt.times(x, 2)),
