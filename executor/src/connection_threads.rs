@@ -35,11 +35,20 @@ pub struct ConnectionThreads {
     /// Threads alive.
     started: AtomicUsize,
     max_threads: usize,
+    idle_lifetime: Duration,
 }
 
 impl ConnectionThreads {
     /// At most `max_threads` threads, whose connections' futures run on `runtime`.
     pub fn new(max_threads: usize, runtime: Handle) -> Arc<Self> {
+        Self::with_idle_lifetime(max_threads, runtime, IDLE_LIFETIME)
+    }
+
+    fn with_idle_lifetime(
+        max_threads: usize,
+        runtime: Handle,
+        idle_lifetime: Duration,
+    ) -> Arc<Self> {
         let (connections, waiting) = crossbeam_channel::unbounded();
         Arc::new(ConnectionThreads {
             runtime,
@@ -48,6 +57,7 @@ impl ConnectionThreads {
             idle: AtomicUsize::new(0),
             started: AtomicUsize::new(0),
             max_threads,
+            idle_lifetime,
         })
     }
 
@@ -104,7 +114,7 @@ impl ConnectionThreads {
     /// A thread's life: connections one after the other, until none came for a while.
     fn serve_connections(&self) {
         loop {
-            match self.waiting.recv_timeout(IDLE_LIFETIME) {
+            match self.waiting.recv_timeout(self.idle_lifetime) {
                 Ok(connection) => {
                     // A panic ends the connection, as it would end its task on the runtime.
                     if std::panic::catch_unwind(AssertUnwindSafe(connection)).is_err() {
@@ -202,5 +212,25 @@ mod tests {
         let (tx, rx) = tokio::sync::oneshot::channel();
         assert!(threads.serve(async move { tx.send(()).unwrap() }).is_ok());
         rx.await.unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn an_idle_thread_ends_and_a_new_one_starts_when_needed() {
+        let threads =
+            ConnectionThreads::with_idle_lifetime(1, Handle::current(), Duration::from_millis(20));
+        for _ in 0..2 {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            assert!(threads.serve(async move { tx.send(()).unwrap() }).is_ok());
+            rx.await.unwrap();
+            // A bound on a hang: the thread ends once idle for its lifetime.
+            tokio::time::timeout(Duration::from_secs(30), async {
+                while threads.threads() > 0 {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            })
+            .await
+            .expect("the idle thread ends");
+            assert_eq!(threads.idle.load(Ordering::Acquire), 0);
+        }
     }
 }
