@@ -62,8 +62,9 @@ pub struct Config {
     pub max_connections: Option<usize>,
 
     /// Jobs on the blocking pool at once (guests, module loads), each holding a thread of its
-    /// own (a guest the one its request came in on, the server's other work moving to another
-    /// meanwhile): computing with one of the --max-concurrent slots, or waiting on a timer or
+    /// own (a guest the one its request came in on: its connection's thread, see
+    /// --connection-threads, or an async worker whose other work moves to another meanwhile):
+    /// computing with one of the --max-concurrent slots, or waiting on a timer or
     /// the network without one. Beyond it jobs wait in the queue.
     #[arg(long, env = "WASM_EXECUTOR_POOL_THREADS", default_value_t = 256)]
     pub pool_threads: usize,
