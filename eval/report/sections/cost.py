@@ -213,14 +213,14 @@ def _pool_profile_figures(runs):
         stretch = kept[p][0]
         largest = max(stretch["parts"], key=lambda part: part["samples"])["part"]
         if largest != WAITING:
-            raise ValueError(f"the prose says the hand-off is the largest part of {p}'s "
+            raise ValueError(f"the prose says waking threads is the largest part of {p}'s "
                              f"kept-alive warm path; {largest} is")
         if lifecycle_us[p] <= lifecycle_us["wasmtime"]:
             raise ValueError("the prose says the pool builds spend more on the instance's life "
                              "than wasmtime does")
         if waiting[p] <= waiting["wasmtime"]:
-            raise ValueError("the prose says handing guests to the pool costs the pool builds "
-                             "more waiting and waking than wasmtime's guests on their tasks")
+            raise ValueError("the prose says the pool builds spend more on waiting and waking "
+                             "than wasmtime, whose guests run on their tasks")
     def pool(figure):
         return [figure[p] for p in POOL_PROFILES]
 
