@@ -54,6 +54,11 @@ def days(recorded):
     return " and ".join(sorted({record["date_utc"][:10] for record in recorded}))
 
 
+def started(record):
+    """When a record's run started, to the minute (UTC): '2026-12-07 16:54'."""
+    return record["date_utc"][:16].replace("T", " ")
+
+
 def conditions_table(labelled):
     """The table of each run's conditions, one row per (label, record) pair: when it started,
     the commit, the machine, its load and the other processes' share of the CPU, its length."""
@@ -61,7 +66,7 @@ def conditions_table(labelled):
     for label, relative in labelled:
         record = json_of(relative)
         machine = record["machine"]
-        rows.append([label, record["date_utc"][:16].replace("T", " "), f"`{record['commit']}`",
+        rows.append([label, started(record), f"`{record['commit']}`",
                      f"{machine['cpu']}, {machine['logical_cpus']} CPUs",
                      f"{fmt.load(machine['loadavg_start'])} → {fmt.load(machine['loadavg_end'])}",
                      fmt.pct(machine["cpu_others_percent"] / 100),

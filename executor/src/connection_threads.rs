@@ -18,7 +18,8 @@ use std::{
 use crossbeam_channel::RecvTimeoutError;
 use tokio::runtime::Handle;
 
-type Connection = Box<dyn FnOnce() + Send>;
+/// A connection's whole service, run to its end on the runtime.
+type Connection = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// How long a thread waits for another connection before it ends.
 const IDLE_LIFETIME: Duration = Duration::from_secs(30);
@@ -70,10 +71,8 @@ impl ConnectionThreads {
         if !take_one(&self.idle) && !self.start_thread() {
             return Err(connection);
         }
-        let runtime = self.runtime.clone();
-        let served: Connection = Box::new(move || runtime.block_on(connection));
         // Never fails: this holds a receiver.
-        let _ = self.connections.send(served);
+        let _ = self.connections.send(Box::pin(connection));
         Ok(())
     }
 
@@ -117,7 +116,8 @@ impl ConnectionThreads {
             match self.waiting.recv_timeout(self.idle_lifetime) {
                 Ok(connection) => {
                     // A panic ends the connection, as it would end its task on the runtime.
-                    if std::panic::catch_unwind(AssertUnwindSafe(connection)).is_err() {
+                    let served = AssertUnwindSafe(|| self.runtime.block_on(connection));
+                    if std::panic::catch_unwind(served).is_err() {
                         tracing::error!("serving a connection panicked");
                     }
                     self.idle.fetch_add(1, Ordering::AcqRel);

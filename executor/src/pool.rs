@@ -228,9 +228,10 @@ impl ExecutionPool {
     /// loops starves no other request, and the request pays no hand-off to another thread and
     /// back. On a connection thread (see [`crate::connection_threads`]) that thread is the
     /// connection's alone and the job simply runs there; on an async worker the runtime hands
-    /// the worker's other tasks to another thread for as long as the job runs. The thread permit still bounds the jobs at once, and with them the
-    /// runtime's blocking threads (see [`blocking_threads`]). Outside a multi-threaded
-    /// runtime (where that hand-over is impossible) the job goes to a pool thread of its own.
+    /// the worker's other tasks to another thread for as long as the job runs. The thread
+    /// permit still bounds the jobs at once, and with them the runtime's blocking threads (see
+    /// [`blocking_threads`]). Outside a multi-threaded runtime (where that hand-over is
+    /// impossible) the job goes to a pool thread of its own.
     ///
     /// In `GuestExecution::BlockingWorker` the job goes to a pool thread and the calling async
     /// worker blocks until it is done instead of awaiting it, so it serves nothing else

@@ -81,7 +81,7 @@ def io_figures():
           "the run names its date and a clean commit")
     return {
         "io_table": io_table(record),
-        "io_date": f"{record['date_utc'][:16].replace('T', ' ')} UTC",
+        "io_date": f"{records.started(record)} UTC",
         "io_commit": f"`{record['commit']}`",
         "io_load_before": fmt.load(machine["load_avg"]),
         "io_load_after": fmt.load(machine["load_avg_after"]),

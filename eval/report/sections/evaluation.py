@@ -1,6 +1,6 @@
 """Figures of the evaluation against Docker: experiments 1-8 and the JMeter plans."""
 
-from report import fmt
+from report import fmt, records
 from report.sections import _evaluation_util as ev
 from report.sections._evaluation_util import cell, duration, ms2, rate_span, ratio
 
@@ -32,8 +32,8 @@ def conditions():
         "load_end": fmt.load(machine["loadavg_end"]),
         "load_start_second": fmt.load(second["loadavg_start"]),
         "load_end_second": fmt.load(second["loadavg_end"]),
-        "started": first["date_utc"][:16].replace("T", " "),
-        "started_second": then["date_utc"][:16].replace("T", " "),
+        "started": records.started(first),
+        "started_second": records.started(then),
         "commit": f"`{first['commit']}`",
         "minutes": round(first["wall_seconds"] / 60),
         "minutes_second": round(then["wall_seconds"] / 60),
