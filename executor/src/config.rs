@@ -70,8 +70,10 @@ pub struct Config {
     pub pool_threads: usize,
 
     /// With `--guest-execution pool` (the wasmer and WAMR builds' default), connections served
-    /// each on a thread of its own, where its guests run with no async worker to hand over;
-    /// the connections beyond it are served on the async workers. 0: all of them are.
+    /// each on a thread of its own, which waits for the connection's requests itself and runs
+    /// its guests with no async worker to hand over; the connections beyond it are served on
+    /// the async workers. 0: all of them are. Each thread's runtime holds 4 descriptors; at
+    /// most an eighth of the process's descriptors go to them.
     #[arg(long, env = "WASM_EXECUTOR_CONNECTION_THREADS", default_value_t = 256)]
     pub connection_threads: usize,
 

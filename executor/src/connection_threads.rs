@@ -1,13 +1,16 @@
 //! Threads that each serve one connection at a time, for the builds whose guests block the
 //! thread they run on (wasmer, WAMR): a guest then runs on its connection's own thread, which
 //! HTTP/1.1 would not use for anything else meanwhile, with no async worker to hand over.
-//! The connection's I/O and timers stay with the async runtime (the thread waits in its
-//! [`Handle::block_on`]), so nothing else changes for it. Threads are kept for the next
-//! connection and end after a while idle; when all are busy the caller serves the connection
-//! on the async workers as before.
+//! Each thread has a runtime of its own (current-thread) that its connections' sockets and
+//! timers are moved to, so the thread itself waits for its connection's next request, and a
+//! request wakes that thread alone. Threads are kept for the next connection and end after a
+//! while idle; when all are busy the caller serves the connection on the async workers as
+//! before. A guest's host calls wait on the host I/O runtime ([`crate::host_io::wait_for`]).
 
 use std::{
+    cell::Cell,
     panic::AssertUnwindSafe,
+    pin::Pin,
     sync::{
         Arc,
         atomic::{AtomicUsize, Ordering},
@@ -16,19 +19,40 @@ use std::{
 };
 
 use crossbeam_channel::RecvTimeoutError;
-use tokio::runtime::Handle;
+use tokio::runtime::Runtime;
 
-/// A connection's whole service, run to its end on the runtime.
-type Connection = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
+/// A connection's whole service, made on the thread that serves it, whose runtime its socket
+/// is registered with there.
+type Connection = Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = ()>>> + Send>;
+
+/// Descriptors a thread's own runtime holds (tokio's, on Linux): its epoll instance and the
+/// clone its driver keeps, its waker's eventfd and its signal driver's socket.
+pub const DESCRIPTORS_PER_THREAD: u64 = 4;
+
+/// The threads allowed of `wanted` when the process may open `descriptors`: their runtimes
+/// take at most an eighth of them (the connections themselves take up to half).
+pub fn within_descriptors(wanted: usize, descriptors: u64) -> usize {
+    let affordable = descriptors / 8 / DESCRIPTORS_PER_THREAD;
+    wanted.min(usize::try_from(affordable).unwrap_or(usize::MAX))
+}
 
 /// How long a thread waits for another connection before it ends.
 const IDLE_LIFETIME: Duration = Duration::from_secs(30);
+
+thread_local! {
+    /// Whether this thread is a connection thread.
+    static CONNECTION_THREAD: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the calling thread is a connection thread, the one its connection's guests run on.
+pub fn is_current() -> bool {
+    CONNECTION_THREAD.get()
+}
 
 /// The threads and their hand-off. Every thread waiting for a connection is counted either in
 /// `idle` or by a connection sent for it and not yet taken, so a connection sent is taken at
 /// once.
 pub struct ConnectionThreads {
-    runtime: Handle,
     connections: crossbeam_channel::Sender<Connection>,
     waiting: crossbeam_channel::Receiver<Connection>,
     /// Threads waiting for a connection that none was promised to.
@@ -40,19 +64,14 @@ pub struct ConnectionThreads {
 }
 
 impl ConnectionThreads {
-    /// At most `max_threads` threads, whose connections' futures run on `runtime`.
-    pub fn new(max_threads: usize, runtime: Handle) -> Arc<Self> {
-        Self::with_idle_lifetime(max_threads, runtime, IDLE_LIFETIME)
+    /// At most `max_threads` threads.
+    pub fn new(max_threads: usize) -> Arc<Self> {
+        Self::with_idle_lifetime(max_threads, IDLE_LIFETIME)
     }
 
-    fn with_idle_lifetime(
-        max_threads: usize,
-        runtime: Handle,
-        idle_lifetime: Duration,
-    ) -> Arc<Self> {
+    fn with_idle_lifetime(max_threads: usize, idle_lifetime: Duration) -> Arc<Self> {
         let (connections, waiting) = crossbeam_channel::unbounded();
         Arc::new(ConnectionThreads {
-            runtime,
             connections,
             waiting,
             idle: AtomicUsize::new(0),
@@ -62,17 +81,20 @@ impl ConnectionThreads {
         })
     }
 
-    /// Serves `connection` to its end on a thread of its own, or gives it back when every
-    /// thread is busy (or none can be started).
-    pub fn serve<F>(self: &Arc<Self>, connection: F) -> Result<(), F>
+    /// Serves the connection that `make` makes to its end on a thread of its own, or gives
+    /// `make` back when every thread is busy (or none can be started). `make` runs on that
+    /// thread, in its runtime, where it moves the connection's socket.
+    pub fn serve<M, F>(self: &Arc<Self>, make: M) -> Result<(), M>
     where
-        F: Future<Output = ()> + Send + 'static,
+        M: FnOnce() -> F + Send + 'static,
+        F: Future<Output = ()> + 'static,
     {
         if !take_one(&self.idle) && !self.start_thread() {
-            return Err(connection);
+            return Err(make);
         }
+        let connection: Connection = Box::new(move || Box::pin(make()));
         // Never fails: this holds a receiver.
-        let _ = self.connections.send(Box::pin(connection));
+        let _ = self.connections.send(connection);
         Ok(())
     }
 
@@ -98,10 +120,16 @@ impl ConnectionThreads {
                 Err(now) => started = now,
             }
         }
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .thread_name("connection-blocking")
+            .build();
         let threads = Arc::clone(self);
-        let spawned = std::thread::Builder::new()
-            .name("connection".into())
-            .spawn(move || threads.serve_connections());
+        let spawned = runtime.and_then(|runtime| {
+            std::thread::Builder::new()
+                .name("connection".into())
+                .spawn(move || threads.serve_connections(runtime))
+        });
         if let Err(error) = spawned {
             self.started.fetch_sub(1, Ordering::AcqRel);
             tracing::warn!(%error, "starting a connection thread failed");
@@ -110,15 +138,20 @@ impl ConnectionThreads {
         true
     }
 
-    /// A thread's life: connections one after the other, until none came for a while.
-    fn serve_connections(&self) {
+    /// A thread's life: connections one after the other, until none came for a while or one
+    /// panicked.
+    fn serve_connections(&self, runtime: Runtime) {
+        CONNECTION_THREAD.set(true);
         loop {
             match self.waiting.recv_timeout(self.idle_lifetime) {
-                Ok(connection) => {
-                    // A panic ends the connection, as it would end its task on the runtime.
-                    let served = AssertUnwindSafe(|| self.runtime.block_on(connection));
+                Ok(make) => {
+                    // A panic ends the connection, as it would end its task on the workers, and
+                    // the thread with its runtime; the next connection gets a new one.
+                    let served = AssertUnwindSafe(|| runtime.block_on(async { make().await }));
                     if std::panic::catch_unwind(served).is_err() {
                         tracing::error!("serving a connection panicked");
+                        self.started.fetch_sub(1, Ordering::AcqRel);
+                        return;
                     }
                     self.idle.fetch_add(1, Ordering::AcqRel);
                 }
@@ -147,14 +180,21 @@ fn take_one(count: &AtomicUsize) -> bool {
 mod tests {
     use super::*;
 
+    #[test]
+    fn threads_take_at_most_an_eighth_of_the_descriptors() {
+        assert_eq!(within_descriptors(256, 1 << 20), 256);
+        assert_eq!(within_descriptors(256, 1024), 32);
+        assert_eq!(within_descriptors(256, 16), 0);
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn a_connection_that_blocks_its_thread_holds_up_no_other() {
-        let threads = ConnectionThreads::new(2, Handle::current());
+        let threads = ConnectionThreads::new(2);
         // The first blocks its thread (a guest that loops) until released.
         let (release, released) = std::sync::mpsc::channel::<()>();
         assert!(
             threads
-                .serve(async move {
+                .serve(move || async move {
                     let _ = released.recv();
                 })
                 .is_ok()
@@ -164,14 +204,14 @@ mod tests {
         let (done, answered) = tokio::sync::oneshot::channel();
         assert!(
             threads
-                .serve(async move {
+                .serve(move || async move {
                     let _ = gone.await;
                     let _ = done.send(());
                 })
                 .is_ok()
         );
         assert!(
-            threads.serve(async {}).is_err(),
+            threads.serve(|| async {}).is_err(),
             "both threads are busy: the caller serves this one"
         );
         go.send(()).unwrap();
@@ -186,14 +226,17 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn a_finished_connection_leaves_its_thread_for_the_next() {
-        let threads = ConnectionThreads::new(1, Handle::current());
+        let threads = ConnectionThreads::new(1);
         for _ in 0..20 {
             let (tx, rx) = tokio::sync::oneshot::channel();
-            let served = threads.serve(async move {
-                let _ = tx.send(std::thread::current().id());
+            let served = threads.serve(move || async move {
+                let _ = tx.send(is_current());
             });
             assert!(served.is_ok());
-            rx.await.unwrap();
+            assert!(
+                rx.await.unwrap(),
+                "the connection runs on a connection thread"
+            );
             // The thread counts itself idle just after the connection's end.
             while threads.idle.load(Ordering::Acquire) == 0 {
                 tokio::time::sleep(Duration::from_millis(1)).await;
@@ -204,23 +247,31 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn a_panicking_connection_ends_alone() {
-        let threads = ConnectionThreads::new(1, Handle::current());
-        assert!(threads.serve(async { panic!("a bug") }).is_ok());
-        while threads.idle.load(Ordering::Acquire) == 0 {
+        let threads = ConnectionThreads::new(1);
+        assert!(threads.serve(|| async { panic!("a bug") }).is_ok());
+        // The thread ends with its runtime; the next connection starts another.
+        while threads.threads() > 0 {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
         let (tx, rx) = tokio::sync::oneshot::channel();
-        assert!(threads.serve(async move { tx.send(()).unwrap() }).is_ok());
+        assert!(
+            threads
+                .serve(move || async move { tx.send(()).unwrap() })
+                .is_ok()
+        );
         rx.await.unwrap();
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn an_idle_thread_ends_and_a_new_one_starts_when_needed() {
-        let threads =
-            ConnectionThreads::with_idle_lifetime(1, Handle::current(), Duration::from_millis(20));
+        let threads = ConnectionThreads::with_idle_lifetime(1, Duration::from_millis(20));
         for _ in 0..2 {
             let (tx, rx) = tokio::sync::oneshot::channel();
-            assert!(threads.serve(async move { tx.send(()).unwrap() }).is_ok());
+            assert!(
+                threads
+                    .serve(move || async move { tx.send(()).unwrap() })
+                    .is_ok()
+            );
             rx.await.unwrap();
             // A bound on a hang: the thread ends once idle for its lifetime.
             tokio::time::timeout(Duration::from_secs(30), async {

@@ -235,7 +235,7 @@ impl HttpGetter {
 
     /// [`HttpGetter::get`] for a guest on a pool thread, which waits for it.
     pub fn get_blocking(&self, url: &str, deadline: Instant) -> Result<HttpResponse, HttpGetError> {
-        self.client.runtime.block_on(self.get(url, deadline))
+        crate::host_io::wait_for(&self.client.runtime, self.get(url, deadline))
     }
 
     /// The GET over a kept connection to the origin if there is one, else (or when that one

@@ -20,13 +20,12 @@ use std::{
         Arc,
         atomic::{AtomicUsize, Ordering},
     },
-    task::{Context, Poll, Wake, Waker},
     time::Instant,
 };
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 
-use crate::config::GuestExecution;
+use crate::{config::GuestExecution, connection_threads, host_io::park_until};
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -103,8 +102,8 @@ impl CpuSlot {
     pub fn released_while<R>(&mut self, deadline: Instant, wait: impl FnOnce() -> R) -> R {
         self.held = None;
         let output = wait();
-        self.held =
-            block_on_until(Arc::clone(&self.slots).acquire_owned(), deadline).and_then(Result::ok);
+        self.held = park_until(Arc::clone(&self.slots).acquire_owned(), Some(deadline))
+            .and_then(Result::ok);
         output
     }
 }
@@ -119,7 +118,7 @@ impl CpuSlots {
     pub fn take_until(&self, deadline: Instant) -> CpuSlot {
         CpuSlot {
             slots: Arc::clone(&self.0),
-            held: block_on_until(Arc::clone(&self.0).acquire_owned(), deadline)
+            held: park_until(Arc::clone(&self.0).acquire_owned(), Some(deadline))
                 .and_then(Result::ok),
         }
     }
@@ -137,32 +136,6 @@ impl CpuSlot {
         let slots = Arc::new(Semaphore::new(1));
         let held = Arc::clone(&slots).try_acquire_owned().ok();
         CpuSlot { slots, held }
-    }
-}
-
-/// Wakes a thread parked in [`block_on_until`].
-struct Unparker(std::thread::Thread);
-
-impl Wake for Unparker {
-    fn wake(self: Arc<Self>) {
-        self.0.unpark();
-    }
-}
-
-/// Polls `future` on this (non-runtime) thread until it is ready, or gives up at `deadline`.
-fn block_on_until<F: Future>(future: F, deadline: Instant) -> Option<F::Output> {
-    let waker = Waker::from(Arc::new(Unparker(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut future = std::pin::pin!(future);
-    loop {
-        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
-            return Some(output);
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return None;
-        }
-        std::thread::park_timeout(left);
     }
 }
 
@@ -224,14 +197,14 @@ impl ExecutionPool {
     /// (a guest stops at its deadline): the caller waits for the job's end however long.
     ///
     /// In `GuestExecution::Pool` (and `Async`, for the jobs that do not run on their task) the
-    /// job runs on the calling thread, in [`tokio::task::block_in_place`], so a guest that
-    /// loops starves no other request, and the request pays no hand-off to another thread and
-    /// back. On a connection thread (see [`crate::connection_threads`]) that thread is the
-    /// connection's alone and the job simply runs there; on an async worker the runtime hands
-    /// the worker's other tasks to another thread for as long as the job runs. The thread
-    /// permit still bounds the jobs at once, and with them the runtime's blocking threads (see
-    /// [`blocking_threads`]). Outside a multi-threaded runtime (where that hand-over is
-    /// impossible) the job goes to a pool thread of its own.
+    /// job runs on the calling thread, so a guest that loops starves no other request, and the
+    /// request pays no hand-off to another thread and back. On a connection thread (see
+    /// [`crate::connection_threads`]) that thread and its runtime are the connection's alone
+    /// and the job simply runs there; on an async worker it runs in
+    /// [`tokio::task::block_in_place`], and the runtime hands the worker's other tasks to
+    /// another thread for as long as the job runs. The thread permit still bounds the jobs at
+    /// once, and with them the runtime's blocking threads (see [`blocking_threads`]). Outside
+    /// both (where that hand-over is impossible) the job goes to a pool thread of its own.
     ///
     /// In `GuestExecution::BlockingWorker` the job goes to a pool thread and the calling async
     /// worker blocks until it is done instead of awaiting it, so it serves nothing else
@@ -240,7 +213,8 @@ impl ExecutionPool {
         &self,
         job: impl FnOnce(CpuSlot) -> R + Send + 'static,
     ) -> Result<R, PoolError> {
-        let in_place = self.mode != GuestExecution::BlockingWorker && hands_over_its_tasks();
+        let in_place = self.mode != GuestExecution::BlockingWorker
+            && (connection_threads::is_current() || hands_over_its_tasks());
         self.run_admitted_job(job, in_place).await
     }
 
@@ -264,6 +238,9 @@ impl ExecutionPool {
             thread,
             cpu: self.cpu_slot(permit),
         };
+        if in_place && connection_threads::is_current() {
+            return run_admitted(job, admitted);
+        }
         if in_place {
             return tokio::task::block_in_place(move || run_admitted(job, admitted));
         }

@@ -117,6 +117,8 @@ impl Connections {
 pub trait Listener: Send + 'static {
     type Io: AsyncRead + AsyncWrite + Unpin + Send + 'static;
     fn accept(&self) -> impl Future<Output = std::io::Result<Self::Io>> + Send;
+    /// The connection moved to the runtime of the calling thread (a connection thread's own).
+    fn move_here(io: Self::Io) -> std::io::Result<Self::Io>;
 }
 
 impl Listener for tokio::net::TcpListener {
@@ -128,6 +130,10 @@ impl Listener for tokio::net::TcpListener {
         let _ = stream.set_nodelay(true);
         Ok(stream)
     }
+
+    fn move_here(io: Self::Io) -> std::io::Result<Self::Io> {
+        tokio::net::TcpStream::from_std(io.into_std()?)
+    }
 }
 
 impl Listener for tokio::net::UnixListener {
@@ -137,6 +143,10 @@ impl Listener for tokio::net::UnixListener {
         tokio::net::UnixListener::accept(self)
             .await
             .map(|(stream, _)| stream)
+    }
+
+    fn move_here(io: Self::Io) -> std::io::Result<Self::Io> {
+        tokio::net::UnixStream::from_std(io.into_std()?)
     }
 }
 
@@ -150,7 +160,7 @@ pub struct Server {
 
 /// Serves the router on the connections of `listener` until `shutdown` completes, then lets
 /// the requests in progress finish.
-pub async fn serve(listener: impl Listener, server: Server, shutdown: impl Future<Output = ()>) {
+pub async fn serve<L: Listener>(listener: L, server: Server, shutdown: impl Future<Output = ()>) {
     let Server {
         router,
         limits,
@@ -184,20 +194,23 @@ pub async fn serve(listener: impl Listener, server: Server, shutdown: impl Futur
             continue;
         }
         let (id, state) = connections.register();
-        let connection = serve_connection(
-            io,
-            router.clone(),
-            limits,
-            state,
-            stopping.clone(),
-            ConnectionEnd(Arc::clone(&connections), id),
-        );
-        let on_the_workers = match &threads {
-            Some(threads) => threads.serve(connection).err(),
-            None => Some(connection),
+        let end = ConnectionEnd(Arc::clone(&connections), id);
+        let connection = {
+            let (router, stopping) = (router.clone(), stopping.clone());
+            move |io| serve_connection(io, router, limits, state, stopping, end)
         };
-        if let Some(connection) = on_the_workers {
-            tokio::spawn(connection);
+        let Some(threads) = &threads else {
+            tokio::spawn(connection(io));
+            continue;
+        };
+        let on_its_thread = threads.serve(move || async move {
+            match L::move_here(io) {
+                Ok(io) => connection(io).await,
+                Err(error) => tracing::debug!(%error, "moving a connection to its thread failed"),
+            }
+        });
+        if let Err(make) = on_its_thread {
+            tokio::spawn(make());
         }
     }
     let _ = stop.send(true);

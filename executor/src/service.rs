@@ -160,12 +160,9 @@ impl<B: Backend> Executor<B> {
             config.queue_depth,
             config.guest_execution(),
         );
-        let connection_threads = tokio::runtime::Handle::try_current()
-            .ok()
-            .filter(|_| {
-                config.guest_execution() == GuestExecution::Pool && config.connection_threads > 0
-            })
-            .map(|runtime| ConnectionThreads::new(config.connection_threads, runtime));
+        let connection_threads = (config.guest_execution() == GuestExecution::Pool
+            && config.connection_threads > 0)
+            .then(|| ConnectionThreads::new(config.connection_threads));
         let client = Arc::new(HttpClient::new(
             config.net_allow.clone(),
             Duration::from_millis(config.net_timeout_ms),

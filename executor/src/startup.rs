@@ -12,7 +12,7 @@ use crate::{
     api,
     backend::Backend,
     config::{Config, Listen},
-    guard, namespace_volumes, pool, server,
+    connection_threads, guard, namespace_volumes, pool, server,
     service::Executor,
 };
 
@@ -83,7 +83,7 @@ fn return_large_buffers_to_the_kernel() {
 /// Serves the API until SIGTERM or Ctrl-C; `isolated` says whether the process has a mount
 /// namespace of its own for the namespaces' quotas.
 async fn serve<B: Backend>(
-    config: Config,
+    mut config: Config,
     trusted_keys: TrustedKeys,
     isolated: Result<(), String>,
 ) -> anyhow::Result<()> {
@@ -97,6 +97,17 @@ async fn serve<B: Backend>(
         config.body_min_rate_kb << 10,
     );
     let descriptors = server::raise_descriptor_limit();
+    let connection_threads =
+        connection_threads::within_descriptors(config.connection_threads, descriptors);
+    if connection_threads < config.connection_threads {
+        tracing::warn!(
+            wanted = config.connection_threads,
+            connection_threads,
+            descriptors,
+            "fewer connection threads than configured: each takes descriptors of its own"
+        );
+        config.connection_threads = connection_threads;
+    }
     let limits = server::ConnectionLimits {
         header_timeout,
         max_connections: config

@@ -40,8 +40,8 @@ use wasm_executor::backend::{
     unblock::Unblocker,
 };
 use wasm_executor::{
-    backend::opened::OpenedDescriptors, capability::GrantSet, logs::Stream, net::HttpGetter,
-    pool::CpuSlot,
+    backend::opened::OpenedDescriptors, capability::GrantSet, host_io, logs::Stream,
+    net::HttpGetter, pool::CpuSlot,
 };
 
 pub struct WasmtimeBackend {
@@ -214,8 +214,7 @@ impl Backend for WasmtimeBackend {
     fn run(&self, module: &PreparedModule, activation: &Activation, cpu: CpuSlot) -> GuestExit {
         // A host call still blocked after the deadline is interrupted (see `unblock.rs`).
         let _unblock = self.unblocker.register(activation.deadline);
-        self.host_io
-            .block_on(self.execute(module, activation, cpu, drop))
+        host_io::wait_for(&self.host_io, self.execute(module, activation, cpu, drop))
     }
 
     fn capture(
@@ -226,7 +225,7 @@ impl Backend for WasmtimeBackend {
         cpu: CpuSlot,
     ) -> Result<InstanceImage, GuestExit> {
         let _unblock = self.unblocker.register(activation.deadline);
-        self.host_io.block_on(async {
+        host_io::wait_for(&self.host_io, async {
             let (mut store, instance, code) = self
                 .instantiate_and_call(module, activation, cpu, init)
                 .await?;

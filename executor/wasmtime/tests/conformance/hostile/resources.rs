@@ -151,7 +151,14 @@ fn a_result_larger_than_allowed_is_the_actions_error() {
 #[test]
 fn containers_that_come_and_go_leave_no_descriptors_or_memory_behind() {
     let root = crate::harness::ScratchDir::new("churn-root");
-    let ex = Executor::start_with(&["--dir-root", root.0.to_str().unwrap()]);
+    // One connection thread at most (the pool builds'): more would come and go with the
+    // client's connections, each with its runtime's descriptors, which are not the containers'.
+    let ex = Executor::start_with(&[
+        "--dir-root",
+        root.0.to_str().unwrap(),
+        "--connection-threads",
+        "1",
+    ]);
     let cycle = |round: usize| {
         for i in 0..20 {
             let id = format!("churn-{round}-{i}");
