@@ -4,6 +4,9 @@
 //!
 //! An entry is acted on under the queue's lock, so once its [`Watch`] is dropped (under the
 //! same lock) it is never acted on again: the activation may end and its thread go away.
+//! A new entry wakes the thread only when it is due before the thread would wake anyway, so an
+//! activation's watch costs no thread switch as long as an earlier one is in the queue (an
+//! entry taken out leaves the thread's wake-up as it was: the thread then finds nothing due).
 
 use std::{
     collections::BTreeMap,
@@ -42,6 +45,12 @@ struct State<E> {
     /// Watched entries by registration number, with when each is due next.
     entries: BTreeMap<u64, (Instant, E)>,
     next_id: u64,
+    /// When the thread wakes next on its own, set by the thread as it goes to sleep; `None`:
+    /// only when notified.
+    wakes_at: Option<Instant>,
+    /// The times the thread looked at its entries, for the tests.
+    #[cfg(test)]
+    woken: u64,
 }
 
 /// Keeps an entry in its queue; dropping it takes the entry out.
@@ -57,6 +66,9 @@ impl<E: Expiry> DeadlineQueue<E> {
             state: Mutex::new(State {
                 entries: BTreeMap::new(),
                 next_id: 0,
+                wakes_at: None,
+                #[cfg(test)]
+                woken: 0,
             }),
             changed: Condvar::new(),
         });
@@ -75,9 +87,13 @@ impl<E: Expiry> DeadlineQueue<E> {
         let id = state.next_id;
         state.next_id += 1;
         state.entries.insert(id, (due, entry));
+        // The thread looks again at when it must wake only if this entry is due before then
+        // (no scan of the entries here, on /run).
+        let sooner = state.wakes_at.is_none_or(|wakes_at| due < wakes_at);
         drop(state);
-        // The thread looks again at when it must wake (no scan of the entries here, on /run).
-        self.shared.changed.notify_one();
+        if sooner {
+            self.shared.changed.notify_one();
+        }
         Watch {
             shared: Arc::clone(&self.shared),
             id,
@@ -101,6 +117,10 @@ impl<E: Expiry> Shared<E> {
     fn serve(&self) {
         let mut state = self.lock();
         loop {
+            #[cfg(test)]
+            {
+                state.woken += 1;
+            }
             let now = Instant::now();
             state.entries.retain(|_, (next, entry)| {
                 if *next > now {
@@ -114,7 +134,8 @@ impl<E: Expiry> Shared<E> {
                     None => false,
                 }
             });
-            state = match state.entries.values().map(|(next, _)| *next).min() {
+            state.wakes_at = state.entries.values().map(|(next, _)| *next).min();
+            state = match state.wakes_at {
                 Some(next) => {
                     let wait = next.saturating_duration_since(Instant::now());
                     self.changed
@@ -190,5 +211,53 @@ mod tests {
         );
         drop(watch);
         assert!(dropped.recv_timeout(Duration::from_millis(300)).is_err());
+    }
+
+    #[test]
+    fn entries_due_after_the_next_wake_up_do_not_wake_the_thread() {
+        let queue = DeadlineQueue::start("test-deadlines").unwrap();
+        let (calls, called) = channel();
+        let first = Instant::now() + Duration::from_secs(60);
+        let _first = queue.watch(first, Counting { calls, again: 0 });
+        // Bounded: the thread soon sleeps until the first entry's time.
+        let asleep = Instant::now() + Duration::from_secs(30);
+        let woken = loop {
+            let state = queue.shared.lock();
+            if state.wakes_at == Some(first) {
+                break state.woken;
+            }
+            drop(state);
+            assert!(Instant::now() < asleep, "the thread never went to sleep");
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        let later: Vec<_> = (0..100)
+            .map(|i| {
+                let (calls, _) = channel();
+                queue.watch(
+                    first + Duration::from_millis(i),
+                    Counting { calls, again: 0 },
+                )
+            })
+            .collect();
+        drop(later);
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(
+            queue.shared.lock().woken,
+            woken,
+            "later entries woke the thread"
+        );
+        let (soon_calls, soon) = channel();
+        let _soon = queue.watch(
+            Instant::now() + Duration::from_millis(5),
+            Counting {
+                calls: soon_calls,
+                again: 0,
+            },
+        );
+        assert!(
+            soon.recv_timeout(Duration::from_secs(30)).is_ok(),
+            "a sooner entry is called"
+        );
+        assert!(called.try_recv().is_err());
     }
 }
