@@ -4,6 +4,7 @@ import csv
 import gzip
 import io
 import json
+import re
 
 from report import fmt
 from report.paths import RECORDS
@@ -30,10 +31,17 @@ def csv_rows(relative):
 def runs(relative_glob):
     """The records matching a glob under eval/results/ (e.g. "repeated/run-*/summary.json"),
     as relative paths in order; none is an error."""
-    found = sorted(str(p.relative_to(RECORDS)) for p in RECORDS.glob(relative_glob))
+    found = sorted((str(p.relative_to(RECORDS)) for p in RECORDS.glob(relative_glob)),
+                   key=_natural)
     if not found:
         raise FileNotFoundError(f"eval/results/{relative_glob}")
     return found
+
+
+def _natural(path):
+    """A path's sort key with its numbers as numbers: run-2 before run-10."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part)
+            for part in re.split(r"(\d+)", path)]
 
 
 def repeated(relative_glob, parts=("",), build=lambda record: record.get("commit")):
