@@ -36,6 +36,19 @@ pub fn within_descriptors(wanted: usize, descriptors: u64) -> usize {
     wanted.min(usize::try_from(affordable).unwrap_or(usize::MAX))
 }
 
+/// A thread's runtime, shut down without waiting for anything wherever it is dropped: also in
+/// the accept loop, inside the async runtime, when its thread could not be started (where
+/// dropping a runtime would panic).
+struct OwnRuntime(Option<Runtime>);
+
+impl Drop for OwnRuntime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
 /// How long a thread waits for another connection before it ends.
 const IDLE_LIFETIME: Duration = Duration::from_secs(30);
 
@@ -123,7 +136,8 @@ impl ConnectionThreads {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .thread_name("connection-blocking")
-            .build();
+            .build()
+            .map(|runtime| OwnRuntime(Some(runtime)));
         let threads = Arc::clone(self);
         let spawned = runtime.and_then(|runtime| {
             std::thread::Builder::new()
@@ -140,7 +154,12 @@ impl ConnectionThreads {
 
     /// A thread's life: connections one after the other, until none came for a while or one
     /// panicked.
-    fn serve_connections(&self, runtime: Runtime) {
+    fn serve_connections(&self, runtime: OwnRuntime) {
+        let Some(runtime) = runtime.0.as_ref() else {
+            // Never: only a runtime being dropped has none.
+            self.started.fetch_sub(1, Ordering::AcqRel);
+            return;
+        };
         CONNECTION_THREAD.set(true);
         loop {
             match self.waiting.recv_timeout(self.idle_lifetime) {
