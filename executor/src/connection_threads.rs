@@ -94,21 +94,10 @@ impl ConnectionThreads {
         })
     }
 
-    /// Serves the connection that `make` makes to its end on a thread of its own, or gives
-    /// `make` back when every thread is busy (or none can be started). `make` runs on that
-    /// thread, in its runtime, where it moves the connection's socket.
-    pub fn serve<M, F>(self: &Arc<Self>, make: M) -> Result<(), M>
-    where
-        M: FnOnce() -> F + Send + 'static,
-        F: Future<Output = ()> + 'static,
-    {
-        if !take_one(&self.idle) && !self.start_thread() {
-            return Err(make);
-        }
-        let connection: Connection = Box::new(move || Box::pin(make()));
-        // Never fails: this holds a receiver.
-        let _ = self.connections.send(connection);
-        Ok(())
+    /// A thread for the next connection: an idle one, or one started now; `None` when every
+    /// thread is busy (or none can be started), and the caller serves the connection itself.
+    pub fn reserve(self: &Arc<Self>) -> Option<Reserved<'_>> {
+        (take_one(&self.idle) || self.start_thread()).then(|| Reserved(self))
     }
 
     /// Threads alive, for the metrics.
@@ -188,6 +177,31 @@ impl ConnectionThreads {
     }
 }
 
+/// A thread promised to a connection; dropped unused, it goes back to waiting for one.
+pub struct Reserved<'a>(&'a ConnectionThreads);
+
+impl Reserved<'_> {
+    /// Serves the connection that `make` makes to its end on the reserved thread. `make` runs
+    /// on that thread, in its runtime, where it moves the connection's socket.
+    pub fn serve<M, F>(self, make: M)
+    where
+        M: FnOnce() -> F + Send + 'static,
+        F: Future<Output = ()> + 'static,
+    {
+        let connection: Connection = Box::new(move || Box::pin(make()));
+        // Never fails: the threads hold a receiver.
+        let _ = self.0.connections.send(connection);
+        // The thread is the connection's now: no idle count to give back.
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        self.0.idle.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
 /// Takes one from `count` unless it is zero.
 fn take_one(count: &AtomicUsize) -> bool {
     count
@@ -198,6 +212,23 @@ fn take_one(count: &AtomicUsize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A thread for the next connection, which the test expects to be there.
+    fn reserve(threads: &Arc<ConnectionThreads>) -> Reserved<'_> {
+        threads.reserve().expect("a thread is free")
+    }
+
+    /// Serves a connection that answers `answer()`, computed on its thread, and waits for it.
+    async fn served<T: Send + 'static>(
+        threads: &Arc<ConnectionThreads>,
+        answer: impl FnOnce() -> T + Send + 'static,
+    ) -> T {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        reserve(threads).serve(move || async move {
+            let _ = tx.send(answer());
+        });
+        rx.await.expect("the connection answers")
+    }
 
     #[test]
     fn threads_take_at_most_an_eighth_of_the_descriptors() {
@@ -211,27 +242,24 @@ mod tests {
         let threads = ConnectionThreads::new(2);
         // The first blocks its thread (a guest that loops) until released.
         let (release, released) = std::sync::mpsc::channel::<()>();
-        assert!(
-            threads
-                .serve(move || async move {
-                    let _ = released.recv();
-                })
-                .is_ok()
-        );
+        reserve(&threads).serve(move || async move {
+            let _ = released.recv();
+        });
         // The second waits on the runtime, then answers.
         let (go, gone) = tokio::sync::oneshot::channel::<()>();
         let (done, answered) = tokio::sync::oneshot::channel();
+        reserve(&threads).serve(move || async move {
+            let _ = gone.await;
+            let _ = done.send(());
+        });
         assert!(
-            threads
-                .serve(move || async move {
-                    let _ = gone.await;
-                    let _ = done.send(());
-                })
-                .is_ok()
-        );
-        assert!(
-            threads.serve(|| async {}).is_err(),
+            threads.reserve().is_none(),
             "both threads are busy: the caller serves this one"
+        );
+        assert_eq!(
+            threads.idle.load(Ordering::Acquire),
+            0,
+            "a refused reservation promises no thread"
         );
         go.send(()).unwrap();
         // A bound on a hang, not a timing assertion: the first is still blocked meanwhile.
@@ -247,13 +275,8 @@ mod tests {
     async fn a_finished_connection_leaves_its_thread_for_the_next() {
         let threads = ConnectionThreads::new(1);
         for _ in 0..20 {
-            let (tx, rx) = tokio::sync::oneshot::channel();
-            let served = threads.serve(move || async move {
-                let _ = tx.send(is_current());
-            });
-            assert!(served.is_ok());
             assert!(
-                rx.await.unwrap(),
+                served(&threads, is_current).await,
                 "the connection runs on a connection thread"
             );
             // The thread counts itself idle just after the connection's end.
@@ -267,31 +290,19 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn a_panicking_connection_ends_alone() {
         let threads = ConnectionThreads::new(1);
-        assert!(threads.serve(|| async { panic!("a bug") }).is_ok());
+        reserve(&threads).serve(|| async { panic!("a bug") });
         // The thread ends with its runtime; the next connection starts another.
         while threads.threads() > 0 {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        assert!(
-            threads
-                .serve(move || async move { tx.send(()).unwrap() })
-                .is_ok()
-        );
-        rx.await.unwrap();
+        served(&threads, || ()).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn an_idle_thread_ends_and_a_new_one_starts_when_needed() {
         let threads = ConnectionThreads::with_idle_lifetime(1, Duration::from_millis(20));
         for _ in 0..2 {
-            let (tx, rx) = tokio::sync::oneshot::channel();
-            assert!(
-                threads
-                    .serve(move || async move { tx.send(()).unwrap() })
-                    .is_ok()
-            );
-            rx.await.unwrap();
+            served(&threads, || ()).await;
             // A bound on a hang: the thread ends once idle for its lifetime.
             tokio::time::timeout(Duration::from_secs(30), async {
                 while threads.threads() > 0 {

@@ -199,18 +199,18 @@ pub async fn serve<L: Listener>(listener: L, server: Server, shutdown: impl Futu
             let (router, stopping) = (router.clone(), stopping.clone());
             move |io| serve_connection(io, router, limits, state, stopping, end)
         };
-        let Some(threads) = &threads else {
-            tokio::spawn(connection(io));
-            continue;
-        };
-        let on_its_thread = threads.serve(move || async move {
-            match L::move_here(io) {
-                Ok(io) => connection(io).await,
-                Err(error) => tracing::debug!(%error, "moving a connection to its thread failed"),
+        match threads.as_ref().and_then(ConnectionThreads::reserve) {
+            Some(thread) => thread.serve(move || async move {
+                match L::move_here(io) {
+                    Ok(io) => connection(io).await,
+                    Err(error) => {
+                        tracing::debug!(%error, "moving a connection to its thread failed");
+                    }
+                }
+            }),
+            None => {
+                tokio::spawn(connection(io));
             }
-        });
-        if let Err(make) = on_its_thread {
-            tokio::spawn(make());
         }
     }
     let _ = stop.send(true);
